@@ -1,0 +1,230 @@
+package dlock
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// target is what every lock handle has in common: which lock, and how to hold it.
+type target struct {
+	c    *Client
+	kind string
+	name string
+	keys keys
+	cfg  lockConfig
+	err  error // an invalid name or option, returned by every method
+}
+
+func newTarget(c *Client, kind, name string, opts []LockOption) target {
+	t := target{c: c, kind: kind, name: name}
+	t.cfg, t.err = newLockConfig(opts)
+	if t.err == nil {
+		t.keys, t.err = lockKeys(c.cfg.prefix, name)
+	}
+	return t
+}
+
+// attempt is the outcome of one acquisition attempt.
+type attempt struct {
+	h         *hold
+	left      time.Duration // held by another: until a majority could be free; <0 unknown
+	split     bool          // some nodes granted, too few: contenders collided
+	err       error         // no decision: nodes failed
+	permanent bool          // err will not go away by retrying
+}
+
+// newToken returns 128 random bits from crypto/rand, hex-encoded.
+func newToken() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // never fails on supported platforms (Go 1.24+ panics instead)
+	return hex.EncodeToString(b[:])
+}
+
+// acquireOnce makes one attempt on every node. The clock is read before the first request:
+// the lease is exclusive until that instant plus TTL minus the drift allowance, and the
+// attempt succeeds only with a majority and with time left.
+func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attempt {
+	c := t.c
+	n := len(c.nodes)
+	need := quorum.Majority(n)
+	token := newToken()
+	ttlArg := strconv.FormatInt(t.cfg.ttl.Milliseconds(), 10)
+
+	var (
+		granted, held, failed int
+		fences                = make([]int64, n) // 0: this node did not grant
+		left                  = make([]int64, 0, n)
+		errs                  []error
+	)
+	start := time.Now()
+	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(t.cfg.ttl),
+		func(call *batch.Call) {
+			call.Script = scripts.MutexAcquire
+			call.Keys = []string{t.keys.lock, t.keys.fence}
+			call.Args = []any{token, ttlArg}
+		},
+		func(call *batch.Call) bool {
+			switch {
+			case call.Err != nil:
+				failed++
+				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+			case call.Val > 0:
+				granted++
+				fences[call.Node] = call.Val
+			default:
+				held++
+				left = append(left, -call.Val)
+			}
+			return granted >= need || held+failed > n-need
+		})
+	deadline := quorum.Deadline(start, t.cfg.ttl, c.cfg.driftFactor)
+
+	if granted >= need && time.Now().Before(deadline) {
+		fence := slices.Max(fences)
+		if n == 1 || t.settleFence(ctx, fences, fence) {
+			return attempt{h: t.newHold(token, uint64(fence), start, deadline, lockCtx)}
+		}
+	}
+	// Undo on every node that may have granted: those that said yes, and those whose
+	// answer never came, since their SET may still land.
+	if granted > 0 || answered < n || failed > 0 {
+		t.releaseAbandoned(token)
+	}
+	unanswered := n - answered
+	switch {
+	case held >= need:
+		return attempt{left: majorityFree(left, need)}
+	case granted >= need:
+		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
+	case failed == 0 && unanswered == 0:
+		// Every node answered, no side has a majority: contenders split the votes.
+		return attempt{split: true, left: majorityFree(left, need-granted)}
+	}
+	if unanswered > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer within %v", unanswered, n, quorum.NodeTimeout(t.cfg.ttl)))
+	}
+	a := attempt{err: &quorumError{op: "lock", name: t.name, got: granted, need: need, total: n, errs: errs, single: n == 1}}
+	for _, e := range errs {
+		if ne, ok := e.(*nodeError); ok && permanent(ne.err) {
+			a.permanent = true
+		}
+	}
+	return a
+}
+
+// majorityFree returns how long until need of the held nodes could be free, from their
+// remaining times in milliseconds (0: unknown); -1 when unknown.
+func majorityFree(left []int64, need int) time.Duration {
+	if len(left) < need {
+		return -1
+	}
+	slices.Sort(left)
+	if left[0] == 0 {
+		return -1
+	}
+	return time.Duration(left[need-1]) * time.Millisecond
+}
+
+// settleFence makes sure a majority holds at least fence before the lock is granted: the
+// nodes that granted with a smaller counter are raised to it. Any later majority overlaps
+// this one, so its INCR starts from fence or above: tokens keep growing across majorities.
+func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) bool {
+	c := t.c
+	need := quorum.Majority(len(c.nodes))
+	have := 0
+	var low []int
+	for i, f := range fences {
+		switch {
+		case f == fence:
+			have++
+		case f > 0:
+			low = append(low, i)
+		}
+	}
+	if have >= need {
+		return true
+	}
+	arg := strconv.FormatInt(fence, 10)
+	raised := 0
+	quorum.FanoutTo(ctx, c.batchers, low, quorum.NodeTimeout(t.cfg.ttl),
+		func(call *batch.Call) {
+			call.Script = scripts.FenceRaise
+			call.Keys = []string{t.keys.fence}
+			call.Args = []any{arg}
+		},
+		func(call *batch.Call) bool {
+			if call.Err == nil && call.Val >= fence {
+				raised++
+			}
+			return have+raised >= need
+		})
+	return have+raised >= need
+}
+
+// releaseAbandoned releases token on every node without waiting for the replies: it undoes
+// a failed attempt. Nodes where the token is absent answer 0 and nothing changes.
+func (t *target) releaseAbandoned(token string) {
+	replies := make(chan *batch.Call, len(t.c.nodes))
+	deadline := time.Now().Add(t.cfg.ttl)
+	for i, b := range t.c.batchers {
+		b.Send(&batch.Call{
+			Script: scripts.MutexRelease, Node: i, Deadline: deadline, Done: replies,
+			Keys: []string{t.keys.lock},
+			Args: []any{token, t.keys.channel, t.c.nodes[i].publishCommand()},
+		})
+	}
+}
+
+func (n *node) publishCommand() string {
+	if n.cluster {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
+}
+
+// newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
+func (t *target) newHold(token string, fence uint64, start, deadline time.Time, lockCtx context.Context) *hold {
+	h := &hold{
+		c: t.c, kind: t.kind, name: t.name, keys: t.keys, token: token, fence: fence,
+		renew: t.cfg.renew, ttl: t.cfg.ttl, deadline: deadline,
+	}
+	h.entry.Value = h
+	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(lockCtx))
+	return h
+}
+
+// start registers a new hold with the Client and its scheduler and returns its lease. If
+// the Client was closed meanwhile, the hold is released and ErrClosed returned.
+func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Lease, error) {
+	if err := t.c.adopt(h); err != nil {
+		h.cancel(ErrReleased)
+		t.releaseAbandoned(h.token)
+		return nil, err
+	}
+	var renewAt time.Time
+	if h.renew {
+		renewAt = start.Add(h.ttl / 3)
+	}
+	if !t.c.sched.Add(&h.entry, renewAt, h.ttl/6, h.deadline) {
+		h.end(ErrReleased, "the client was closed")
+		t.releaseAbandoned(h.token)
+		return nil, ErrClosed
+	}
+	return newOuterLease(h, lockCtx), nil
+}
+
+// jitter returns a random duration in [d/2, d), so that contenders that collided retry
+// at different times.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}

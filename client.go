@@ -1,0 +1,200 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/renew"
+)
+
+// pipelinesInFlight is how many pipelines a Client keeps in flight per node: enough to hide
+// one slow round trip behind others, few enough that a batch forms under load.
+const pipelinesInFlight = 4
+
+// closeTimeout bounds the releases that Close sends for the leases it still holds.
+const closeTimeout = 5 * time.Second
+
+// Client hands out locks on one Redis deployment (New) or on a quorum of independent
+// deployments (NewQuorum). It is safe for concurrent use. Create one per process and
+// Close it on shutdown; it does not close the Redis clients it was given.
+type Client struct {
+	nodes []*node
+	cfg   clientConfig
+	err   error // a construction error, returned by every operation
+
+	batchers []*batch.Batcher // one per node, in the order of nodes
+	sched    *renew.Scheduler
+
+	mu     sync.Mutex
+	queues map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
+	holds  map[*hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
+	closed bool                   // guarded by mu
+	done   chan struct{}          // closed by Close; ends every wait
+}
+
+// node is one Redis deployment.
+type node struct {
+	rdb     redis.UniversalClient
+	name    string // its address, for errors
+	hub     *notify.Hub
+	cluster bool // Redis Cluster: sharded pub/sub
+	db      int  // for keyspace notification channels
+}
+
+// New returns a Client for one Redis deployment: a standalone server, a Sentinel-managed
+// failover client or a Cluster. A nil rdb or an invalid option gives a Client whose every
+// operation returns an error that says so.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	if rdb == nil {
+		return failedClient(errors.New("dlock: New was given a nil Redis client: pass a *redis.Client or *redis.ClusterClient"), opts)
+	}
+	c, err := newClient([]redis.UniversalClient{rdb}, opts)
+	if err != nil {
+		return failedClient(err, opts)
+	}
+	return c
+}
+
+// NewQuorum returns a Client that runs the Redlock algorithm over independent Redis
+// deployments: each operation goes to every node at once and counts only with a majority
+// (len(nodes)/2 + 1). Use an odd number of nodes, usually 3 or 5, that share no data: not
+// the replicas of one master. It returns an error for an empty list, a nil node, a node
+// given twice or an invalid option.
+func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) < 1 {
+		return nil, errors.New("dlock: NewQuorum needs at least one node: give it 3 or 5 independent Redis servers")
+	}
+	seen := make(map[string]int, len(nodes))
+	for i, rdb := range nodes {
+		if rdb == nil {
+			return nil, fmt.Errorf("dlock: NewQuorum: node %d is nil: every node must be a Redis client", i)
+		}
+		name := nodeName(rdb)
+		if j, dup := seen[name]; dup {
+			return nil, fmt.Errorf("dlock: NewQuorum: nodes %d and %d are both %s: a quorum needs distinct servers, or one server would count twice", j, i, name)
+		}
+		seen[name] = i
+	}
+	return newClient(nodes, opts)
+}
+
+func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
+	cfg := defaultClientConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	c := &Client{
+		cfg:    cfg,
+		queues: make(map[string]*localQueue),
+		holds:  make(map[*hold]struct{}),
+		done:   make(chan struct{}),
+	}
+	for _, rdb := range rdbs {
+		n := &node{rdb: rdb, name: nodeName(rdb), hub: notify.NewHub(rdb, cfg.logger)}
+		switch r := rdb.(type) {
+		case *redis.ClusterClient:
+			n.cluster = true
+		case *redis.Client:
+			n.db = r.Options().DB
+		}
+		c.nodes = append(c.nodes, n)
+		c.batchers = append(c.batchers, batch.New(rdb, pipelinesInFlight))
+	}
+	c.sched = renew.New(c.renewBatch, c.expire)
+	return c, nil
+}
+
+func failedClient(err error, opts []Option) *Client {
+	cfg := defaultClientConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return &Client{cfg: cfg, err: err, done: make(chan struct{})}
+}
+
+// nodeName names a deployment in errors: its address, never its credentials.
+func nodeName(rdb redis.UniversalClient) string {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return r.Options().Addr
+	case *redis.ClusterClient:
+		return fmt.Sprintf("cluster%v", r.Options().Addrs)
+	case *redis.Ring:
+		return fmt.Sprintf("ring%v", r.Options().Addrs)
+	}
+	return fmt.Sprintf("%T", rdb)
+}
+
+// usable reports the error that stops every operation: a construction error or Close.
+func (c *Client) usable() error {
+	if c.err != nil {
+		return c.err
+	}
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Close releases every lease the Client still holds (bounded by a few seconds, after
+// which their keys expire by themselves), ends every wait with ErrClosed and stops
+// renewal. It does not close the Redis clients. Calling Close again returns nil.
+func (c *Client) Close() error {
+	if c.err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	holds := make([]*hold, 0, len(c.holds))
+	for h := range c.holds {
+		holds = append(holds, h)
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var errs []error
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	for _, h := range holds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.release(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	c.sched.Stop()
+	for _, n := range c.nodes {
+		n.hub.Close()
+	}
+	for _, b := range c.batchers {
+		b.Stop()
+	}
+	return errors.Join(errs...)
+}

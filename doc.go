@@ -1,0 +1,65 @@
+// Package dlock provides distributed locks on Redis: mutexes whose leases renew
+// themselves and say when they are lost, with fencing tokens, waiting without polling,
+// and the Redlock quorum over independent servers.
+//
+// A Client is made from one Redis deployment with New (a standalone server, a Sentinel
+// failover client or a Cluster) or from several independent deployments with NewQuorum. A
+// Mutex is a handle on one name; locking it returns a Lease, which is held until it is
+// unlocked or lost:
+//
+//	lease, err := client.Mutex("nightly-report").Lock(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	defer lease.Unlock(context.Background())
+//	return buildReport(lease.Context()) // stops when the lease is lost
+//
+// # What is guaranteed
+//
+// Exclusivity, in time: while a Lease is held, no other Lease of the same name is held,
+// until its ValidUntil. ValidUntil is computed on the local monotonic clock from the
+// instant before the request was sent, minus a drift allowance (TTL*factor + 2ms), so that
+// a lease is never taken to last longer than Redis keeps its key. Renewal moves it
+// forward every TTL/3. A holder that cannot renew before ValidUntil loses the lease at
+// ValidUntil at the latest, whether or not Redis can be reached: Done is closed, Context
+// is cancelled and Err returns ErrLost.
+//
+// Ownership is per acquisition: each one writes a fresh 128-bit random token, and only the
+// holder of that token can extend or release the lock. A Lease may be unlocked from any
+// goroutine. Re-entry is by context, not by goroutine: a Lock whose ctx carries a live
+// lease of the same lock (a lease's Context or a context derived from one) returns at
+// once with a lease that shares the hold.
+//
+// Fencing: Token is strictly greater than the token of every earlier acquisition of the
+// same name, across processes and client restarts. Give it to the storage you protect and
+// have it refuse writes with a smaller token than it has seen: that is what makes a
+// holder that was paused past its lease (a long GC pause, a stopped VM) harmless.
+//
+// Waiting does not poll. A waiter wakes when a dlock holder releases (the release
+// publishes), when the holder's lease runs out (the attempt learned its remaining time),
+// and, if the server publishes keyspace events (notify-keyspace-events containing K, g
+// and x), when another program deletes the key. Goroutines of one process that wait for
+// the same lock queue in order, and only the first of them asks Redis.
+//
+// # What is not guaranteed
+//
+// A lease is a promise about time. If the holder's process is paused longer than its
+// lease (or the clocks of the client and servers drift apart faster than the drift
+// allowance), another holder may take the lock while the first still believes it holds
+// it; the first learns it only when it looks at its Context, Err or Done. Only fencing
+// tokens, checked by the protected storage, protect against that.
+//
+// A single Redis deployment is as available and as durable as that deployment: with
+// asynchronous replication, a failover may lose a lock that was just granted. Use
+// NewQuorum over independent servers when that matters, and see the README on running
+// a quorum.
+//
+// Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
+// the holder's lease would have run out, never longer.
+//
+// # Keys
+//
+// A Mutex called name uses the string key prefix+name (the default prefix is "dlock:"),
+// which holds the holder's token with a TTL, and a fencing counter {prefix+name}:fence
+// that never expires. Both share one Redis Cluster hash slot.
+package dlock

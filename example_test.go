@@ -1,0 +1,156 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+)
+
+func Example() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr}) // your Redis, e.g. "localhost:6379"
+	defer rdb.Close()
+	client := dlock.New(rdb) // one per process
+	defer client.Close()
+	ctx := context.Background()
+
+	lease, err := client.Mutex("example:report").Lock(ctx)
+	if err != nil {
+		fmt.Println("lock:", err)
+		return
+	}
+	fmt.Println("holding", lease.Name(), "with fencing token", lease.Token())
+	if err := lease.Unlock(ctx); err != nil {
+		fmt.Println("unlock:", err)
+	}
+	fmt.Println("after Unlock:", lease.Err())
+	// Output:
+	// holding example:report with fencing token 1
+	// after Unlock: dlock: lease released
+}
+
+func ExampleMutex_TryLock() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	alice, bob := dlock.New(rdb), dlock.New(rdb) // two processes, say
+	defer alice.Close()
+	defer bob.Close()
+	ctx := context.Background()
+
+	lease, _ := alice.Mutex("example:cron").TryLock(ctx)
+	_, err := bob.Mutex("example:cron").TryLock(ctx)
+	fmt.Println("bob got it:", err == nil, "| held by someone else:", errors.Is(err, dlock.ErrNotAcquired))
+	_ = lease.Unlock(ctx)
+	lease, err = bob.Mutex("example:cron").TryLock(ctx)
+	fmt.Println("after alice's Unlock, bob got it:", err == nil, "with token", lease.Token())
+	_ = lease.Unlock(ctx)
+	// Output:
+	// bob got it: false | held by someone else: true
+	// after alice's Unlock, bob got it: true with token 2
+}
+
+func ExampleMutex_Do() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+
+	err := client.Mutex("example:cache:user:42").Do(ctx, func(ctx context.Context) error {
+		// Rebuild the cache entry; ctx is cancelled if the lease is lost.
+		fmt.Println("rebuilding the cache entry")
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// rebuilding the cache entry
+	// done: <nil>
+}
+
+func ExampleLease() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+
+	// A lease that is not renewed ends at its deadline: Done closes, Context is cancelled
+	// and Err says it was lost. Work under the lock watches for that.
+	lease, err := client.Mutex("example:short", dlock.TTL(100*time.Millisecond), dlock.NoRenew()).Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", lease.Err() == nil, "| valid for at most 100ms:", time.Until(lease.ValidUntil()) <= 100*time.Millisecond)
+	select {
+	case <-lease.Context().Done():
+		fmt.Println("lost:", lease.Err(), "| cause:", context.Cause(lease.Context()))
+	case <-time.After(5 * time.Second):
+		fmt.Println("still held")
+	}
+	err = lease.Unlock(ctx)
+	fmt.Println("unlock after loss is ErrNotHeld:", errors.Is(err, dlock.ErrNotHeld))
+	// Output:
+	// held: true | valid for at most 100ms: true
+	// lost: dlock: lease lost | cause: dlock: lease lost
+	// unlock after loss is ErrNotHeld: true
+}
+
+func ExampleLease_Context() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+	mutex := client.Mutex("example:reentrant")
+
+	outer, _ := mutex.Lock(ctx)
+	// Re-entry is by context: a Lock with the lease's context joins the hold at once.
+	inner, _ := mutex.Lock(outer.Context())
+	fmt.Println("same token:", inner.Token() == outer.Token())
+	_ = inner.Unlock(ctx) // ends only the inner lease
+	fmt.Println("outer still held:", outer.Err() == nil)
+	_ = outer.Unlock(ctx) // releases the lock
+	fmt.Println("outer:", outer.Err())
+	// Output:
+	// same token: true
+	// outer still held: true
+	// outer: dlock: lease released
+}
+
+func ExampleLease_Extend() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+
+	lease, _ := client.Mutex("example:batch", dlock.TTL(time.Second), dlock.NoRenew()).Lock(ctx)
+	if err := lease.Extend(ctx, time.Minute); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("valid for more than 50s:", time.Until(lease.ValidUntil()) > 50*time.Second)
+	_ = lease.Unlock(ctx)
+	// Output:
+	// valid for more than 50s: true
+}
+
+func ExampleClient_Close() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	ctx := context.Background()
+
+	lease, _ := client.Mutex("example:shutdown").Lock(ctx)
+	_ = client.Close() // releases every lease the client still holds
+	fmt.Println("lease:", lease.Err())
+	_, err := client.Mutex("example:shutdown").Lock(ctx)
+	fmt.Println("closed client:", errors.Is(err, dlock.ErrClosed))
+	// Output:
+	// lease: dlock: lease released
+	// closed client: true
+}

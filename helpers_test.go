@@ -1,0 +1,81 @@
+package dlock_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// standalone starts a redis-server for one test and returns a client for it.
+func standalone(t *testing.T, opts ...redistest.Option) (*redistest.Server, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t, opts...)
+	return srv, srv.Client(t)
+}
+
+// newClient returns a dlock Client that the test's cleanup closes (before the Redis
+// clients it uses, which were registered earlier).
+func newClient(t *testing.T, rdb redis.UniversalClient, opts ...dlock.Option) *dlock.Client {
+	t.Helper()
+	c := dlock.New(rdb, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustLock(t *testing.T, m *dlock.Mutex, ctx context.Context) *dlock.Lease {
+	t.Helper()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	return l
+}
+
+// scriptCalls returns how many scripts (EVAL and EVALSHA) the server has run: the number
+// of dlock requests, since every dlock request is one script.
+func scriptCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		fields := strings.Split(strings.SplitN(line, ":", 2)[1], ",")
+		for _, f := range fields {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// waitClosed fails the test unless ch is closed within d (a generous bound: a hang, not
+// a speed, is what it detects).
+func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+	}
+}

@@ -1,0 +1,227 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeConn is one pub/sub connection to one node and the waiters it serves. A single
+// goroutine reads from the connection; it runs from the first subscription until close.
+type nodeConn struct {
+	ps     *redis.PubSub
+	logger *slog.Logger
+	done   chan struct{} // closed by close
+
+	mu       sync.Mutex
+	channels map[string]*channelState // guarded by mu
+	started  bool                     // guarded by mu: the reader goroutine runs
+	wg       sync.WaitGroup
+}
+
+// channelState is one subscribed channel. ready is closed when the server confirms the
+// subscription; after a reconnect the confirmation comes again and wakes every waiter.
+type channelState struct {
+	sharded   bool
+	ready     chan struct{}
+	confirmed bool
+	waiters   map[*Watch]struct{}
+	idle      *time.Timer // unsubscribes after linger once waiters is empty
+}
+
+func newNodeConn(sub pubsubber, logger *slog.Logger) *nodeConn {
+	return &nodeConn{
+		ps:       sub.Subscribe(context.Background()),
+		logger:   logger,
+		done:     make(chan struct{}),
+		channels: make(map[string]*channelState),
+	}
+}
+
+// add registers w and subscribes to its channels that are not subscribed yet. It returns
+// the channels to wait on for confirmation.
+func (n *nodeConn) add(ctx context.Context, w *Watch) ([]chan struct{}, error) {
+	var plain, sharded []string
+	ready := make([]chan struct{}, 0, len(w.channels))
+	n.mu.Lock()
+	for _, ch := range w.channels {
+		st := n.channels[ch.Name]
+		if st == nil {
+			st = &channelState{sharded: ch.Sharded, ready: make(chan struct{}), waiters: make(map[*Watch]struct{})}
+			n.channels[ch.Name] = st
+			if ch.Sharded {
+				sharded = append(sharded, ch.Name)
+			} else {
+				plain = append(plain, ch.Name)
+			}
+		}
+		if st.idle != nil {
+			st.idle.Stop()
+			st.idle = nil
+		}
+		st.waiters[w] = struct{}{}
+		if !st.confirmed {
+			ready = append(ready, st.ready)
+		}
+	}
+	if !n.started {
+		n.started = true
+		n.wg.Add(1)
+		go n.read()
+	}
+	n.mu.Unlock()
+
+	var err error
+	if len(plain) > 0 {
+		err = n.ps.Subscribe(ctx, plain...)
+	}
+	if err == nil && len(sharded) > 0 {
+		err = n.ps.SSubscribe(ctx, sharded...)
+	}
+	if err != nil {
+		w.Close()
+		n.forget(append(plain, sharded...))
+		return nil, err
+	}
+	return ready, nil
+}
+
+// forget drops channels whose SUBSCRIBE could not be sent, so that the next Watch tries again.
+func (n *nodeConn) forget(names []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, name := range names {
+		if st := n.channels[name]; st != nil && !st.confirmed && len(st.waiters) == 0 {
+			delete(n.channels, name)
+		}
+	}
+}
+
+func (n *nodeConn) remove(w *Watch) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ch := range w.channels {
+		st := n.channels[ch.Name]
+		if st == nil {
+			continue
+		}
+		delete(st.waiters, w)
+		if len(st.waiters) == 0 && st.idle == nil {
+			name := ch.Name
+			st.idle = time.AfterFunc(linger, func() { n.unsubscribeIdle(name) })
+		}
+	}
+}
+
+func (n *nodeConn) unsubscribeIdle(name string) {
+	n.mu.Lock()
+	st := n.channels[name]
+	if st == nil || len(st.waiters) > 0 || st.idle == nil {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.channels, name)
+	n.mu.Unlock()
+	select {
+	case <-n.done:
+		return
+	default:
+	}
+	ctx := context.Background()
+	if st.sharded {
+		_ = n.ps.SUnsubscribe(ctx, name)
+	} else {
+		_ = n.ps.Unsubscribe(ctx, name)
+	}
+}
+
+// read delivers messages until close. A broken connection is re-established by go-redis
+// on the next Receive, which also subscribes again to every channel.
+func (n *nodeConn) read() {
+	defer n.wg.Done()
+	ctx := context.Background()
+	backoff := 10 * time.Millisecond
+	for {
+		msg, err := n.ps.ReceiveTimeout(ctx, time.Minute)
+		select {
+		case <-n.done:
+			return
+		default:
+		}
+		if err != nil {
+			if isTimeout(err) {
+				_ = n.ps.Ping(ctx) // a dead connection then fails the next Receive
+				continue
+			}
+			n.logger.Debug("dlock: pub/sub connection failed; reconnecting", "err", err)
+			n.wakeAll()
+			select {
+			case <-time.After(backoff):
+			case <-n.done:
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		switch m := msg.(type) {
+		case *redis.Message:
+			n.wakeChannel(m.Channel, false)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+				n.wakeChannel(m.Channel, true)
+			}
+		}
+	}
+}
+
+// wakeChannel wakes the waiters of one channel; confirm also marks the subscription as
+// confirmed (a confirmation after a reconnect wakes waiters that may have missed a message).
+func (n *nodeConn) wakeChannel(name string, confirm bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.channels[name]
+	if st == nil {
+		return
+	}
+	if confirm && !st.confirmed {
+		st.confirmed = true
+		close(st.ready)
+	}
+	for w := range st.waiters {
+		w.wake()
+	}
+}
+
+func (n *nodeConn) wakeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, st := range n.channels {
+		for w := range st.waiters {
+			w.wake()
+		}
+	}
+}
+
+func (n *nodeConn) close() {
+	n.mu.Lock()
+	for _, st := range n.channels {
+		if st.idle != nil {
+			st.idle.Stop()
+		}
+	}
+	n.mu.Unlock()
+	close(n.done)
+	_ = n.ps.Close()
+	n.wg.Wait()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

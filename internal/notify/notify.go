@@ -1,0 +1,140 @@
+// Package notify wakes waiters when a lock is released. A Hub keeps one pub/sub connection
+// per Redis node, shared by every waiter of a Client; waiters register the channels they
+// care about and are woken by any message on them.
+//
+// Pub/sub delivers at most once: a message sent while the connection is down is lost. The
+// hub therefore wakes every waiter of a channel when that channel is subscribed again after
+// a reconnect, and waiters never rely on a message alone (the lock engine also wakes at the
+// holder's expiry).
+package notify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Channel is a pub/sub channel; Sharded channels (Redis Cluster) use SSUBSCRIBE.
+type Channel struct {
+	Name    string
+	Sharded bool
+}
+
+// linger is how long a channel stays subscribed after its last waiter left, so that a hot
+// lock does not pay a SUBSCRIBE round trip for every wait.
+const linger = 30 * time.Second
+
+// ErrClosed is returned by Watch after Close.
+var ErrClosed = errors.New("dlock: notifications closed")
+
+// Hub routes subscriptions to the node that owns them.
+type Hub struct {
+	rdb    redis.UniversalClient
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	nodes  map[string]*nodeConn // by node address; guarded by mu
+	closed bool                 // guarded by mu
+}
+
+// NewHub returns a hub for one deployment. It connects lazily, on the first Watch.
+func NewHub(rdb redis.UniversalClient, logger *slog.Logger) *Hub {
+	return &Hub{rdb: rdb, logger: logger, nodes: make(map[string]*nodeConn)}
+}
+
+// Watch subscribes to channels on the node that owns routeKey and returns once the server
+// has confirmed every subscription, so that no message published after Watch returns is
+// missed. A message on any of the channels then sends a value on wake without blocking:
+// give it a capacity of one, and share it between watches to wait on several nodes at
+// once. ctx bounds the wait. The caller must Close the watch.
+func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wake chan struct{}) (*Watch, error) {
+	node, err := h.node(ctx, routeKey)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watch{node: node, channels: channels, c: wake}
+	ready, err := node.add(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range ready {
+		select {
+		case <-r:
+		case <-ctx.Done():
+			w.Close()
+			return nil, ctx.Err()
+		case <-node.done:
+			w.Close()
+			return nil, ErrClosed
+		}
+	}
+	// The confirmation itself woke w; that is not a release.
+	select {
+	case <-w.c:
+	default:
+	}
+	return w, nil
+}
+
+func (h *Hub) node(ctx context.Context, routeKey string) (*nodeConn, error) {
+	sub := subscriber(h.rdb)
+	addr := ""
+	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
+		master, err := cc.MasterForKey(ctx, routeKey)
+		if err != nil {
+			return nil, err
+		}
+		sub, addr = master, master.Options().Addr
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	n := h.nodes[addr]
+	if n == nil {
+		n = newNodeConn(sub, h.logger)
+		h.nodes[addr] = n
+	}
+	return n, nil
+}
+
+// Close ends every subscription and wakes nothing: callers stop waiting on their own.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	nodes := h.nodes
+	h.nodes = nil
+	h.closed = true
+	h.mu.Unlock()
+	for _, n := range nodes {
+		n.close()
+	}
+}
+
+// Watch is one waiter's registration.
+type Watch struct {
+	node     *nodeConn
+	channels []Channel
+	c        chan struct{} // the caller's; a wake-up is kept until the waiter reads it
+	once     sync.Once
+}
+
+func (w *Watch) wake() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the registration; the subscription itself lingers for reuse.
+func (w *Watch) Close() { w.once.Do(func() { w.node.remove(w) }) }
+
+type pubsubber interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+func subscriber(rdb redis.UniversalClient) pubsubber { return rdb }

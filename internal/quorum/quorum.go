@@ -1,0 +1,89 @@
+// Package quorum holds the arithmetic and the fan-out of the Redlock algorithm. One Redis
+// deployment is the case N = 1 of the same code: a majority of one is one.
+package quorum
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+)
+
+// Majority is the number of nodes out of n that must agree: n/2 + 1.
+func Majority(n int) int { return n/2 + 1 }
+
+// Drift is the clock-drift allowance for a lease of length ttl: ttl*factor plus 2ms for
+// the granularity of the servers' expiry clocks.
+func Drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
+}
+
+// Deadline is the end of exclusivity for a lease of length ttl whose request left at
+// start (read from the monotonic clock before the first request was sent).
+func Deadline(start time.Time, ttl time.Duration, factor float64) time.Time {
+	return start.Add(ttl - Drift(ttl, factor))
+}
+
+// NodeTimeout is how long one node may take to answer one call: long enough for a loaded
+// server, short enough that a hung node costs a fraction of the lease rather than all of it.
+func NodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, 5*time.Millisecond), 500*time.Millisecond)
+}
+
+// Fanout sends one call to each node at once and hands the replies to tally in the order
+// they arrive, until tally reports that the outcome is decided, every node has answered,
+// the per-node timeout has passed or ctx is done. It returns the number of replies seen.
+//
+// A call still outstanding when Fanout returns is abandoned, not cancelled: it may yet run
+// on its node, so callers that change state in Redis must undo it on every node.
+// prepare fills in each call's Script, Keys and Args; Fanout sets Node, Deadline and Done.
+func Fanout(ctx context.Context, nodes []*batch.Batcher, timeout time.Duration,
+	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
+	return FanoutTo(ctx, nodes, nil, timeout, prepare, tally)
+}
+
+// FanoutTo is Fanout to the nodes whose indexes are listed in only; nil means all.
+func FanoutTo(ctx context.Context, nodes []*batch.Batcher, only []int, timeout time.Duration,
+	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	replies := make(chan *batch.Call, len(nodes))
+	sent := 0
+	send := func(i int) {
+		c := &batch.Call{Node: i, Deadline: deadline, Done: replies}
+		prepare(c)
+		if !nodes[i].Send(c) {
+			c.Err = batch.ErrStopped
+			replies <- c
+		}
+		sent++
+	}
+	if only == nil {
+		for i := range nodes {
+			send(i)
+		}
+	} else {
+		for _, i := range only {
+			send(i)
+		}
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	seen := 0
+	for seen < sent {
+		select {
+		case c := <-replies:
+			seen++
+			if tally(c) {
+				return seen
+			}
+		case <-timer.C:
+			return seen
+		case <-ctx.Done():
+			return seen
+		}
+	}
+	return seen
+}

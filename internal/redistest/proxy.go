@@ -1,0 +1,124 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+const latencyToxicName = "redistest_latency"
+
+// Proxy is a TCP proxy (toxiproxy, in process) on a free loopback port in
+// front of an upstream address, for injecting latency and network cuts.
+// Clients connect to Addr instead of the server. It is stopped (listener and
+// all connections closed) by the Cleanup of the test that created it. The
+// methods are safe for concurrent use.
+type Proxy struct {
+	// Addr is the proxy's listen address, "127.0.0.1:PORT". It stays the
+	// same across Cut and Restore.
+	Addr string
+	// Upstream is the proxied address, as given to NewProxy.
+	Upstream string
+
+	mu      sync.Mutex
+	tp      *toxiproxy.Proxy
+	port    int
+	latency bool // the latency toxic is installed
+}
+
+// NewProxy starts a proxy to upstream (e.g. a Server's Addr) and returns
+// once it accepts connections. It is stopped by tb.Cleanup.
+func NewProxy(tb testing.TB, upstream string) *Proxy {
+	tb.Helper()
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	var err error
+	for range startAttempts {
+		var port int
+		if port, err = reservePort(false); err != nil {
+			break
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		tp := toxiproxy.NewProxy(api, "redistest-"+strconv.Itoa(port), addr, upstream)
+		if err = tp.Start(); err == nil {
+			p := &Proxy{Addr: addr, Upstream: upstream, tp: tp, port: port}
+			tb.Cleanup(p.cleanup)
+			return p
+		}
+		releasePort(port, false)
+	}
+	tb.Fatalf("redistest: start proxy to %s: %v", upstream, err)
+	return nil
+}
+
+// SetLatency delays all data from upstream to the client (the downstream
+// direction only) by d, rounded up to whole milliseconds, so each
+// request/response round trip takes at least d longer. It applies to open
+// connections as well as new ones; a later call replaces the value, and
+// d <= 0 removes the latency.
+func (p *Proxy) SetLatency(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Replace rather than update in place: toxiproxy's UpdateToxicJson
+	// rewrites the toxic's fields while its pipes read them (a data race).
+	if p.latency {
+		if err := p.tp.Toxics.RemoveToxic(context.Background(), latencyToxicName); err != nil {
+			tb.Fatalf("redistest: proxy %s: remove latency: %v", p.Addr, err)
+		}
+		p.latency = false
+	}
+	if d <= 0 {
+		return
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	body := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
+		latencyToxicName, ms)
+	if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+		tb.Fatalf("redistest: proxy %s: add latency: %v", p.Addr, err)
+	}
+	p.latency = true
+}
+
+// Cut stops forwarding: open connections are closed and new ones refused
+// (the listener is closed). Restore undoes it. Cutting a cut proxy does
+// nothing.
+func (p *Proxy) Cut(tb testing.TB) {
+	tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tp.Stop()
+}
+
+// Restore listens on Addr again after Cut; configured latency still applies.
+// Restoring a proxy that is not cut does nothing. It fails the test if the
+// port cannot be had back (another process took it) within about 2 s.
+func (p *Proxy) Restore(tb testing.TB) {
+	tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	for attempt := range startAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		if err = p.tp.Start(); err == nil || errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+			return
+		}
+	}
+	tb.Fatalf("redistest: restore proxy %s: %v", p.Addr, err)
+}
+
+func (p *Proxy) cleanup() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tp.Stop()
+	releasePort(p.port, false)
+}

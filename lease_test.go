@@ -1,0 +1,138 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seed51c676c8/dlock"
+)
+
+func TestRenewalKeepsShortLeaseHeld(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := mustLock(t, c.Mutex("renewed", dlock.TTL(time.Second)), ctx)
+	first := l.ValidUntil()
+	time.Sleep(3 * time.Second)
+	if l.Err() != nil {
+		t.Fatalf("a renewed 1s lease ended after 3s: %v", l.Err())
+	}
+	if !l.ValidUntil().After(first.Add(time.Second)) {
+		t.Fatalf("ValidUntil did not move: %v then %v", first, l.ValidUntil())
+	}
+	if pttl, _ := rdb.PTTL(ctx, "dlock:renewed").Result(); pttl <= 0 {
+		t.Fatalf("the key's TTL is %v", pttl)
+	}
+	if _, err := newClient(t, rdb).Mutex("renewed").TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("another client took a renewed lock: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoRenewEndsAtDeadline(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("once", dlock.TTL(300*time.Millisecond), dlock.NoRenew()), ctx)
+	valid := l.ValidUntil()
+	waitClosed(t, l.Done(), 5*time.Second, "Done of a NoRenew lease")
+	if now := time.Now(); now.Before(valid) {
+		t.Fatalf("lease ended %v before its ValidUntil", valid.Sub(now))
+	}
+	if l.Err() != dlock.ErrLost {
+		t.Fatalf("Err = %v, want ErrLost", l.Err())
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Unlock after the deadline = %v, want ErrNotHeld", err)
+	}
+}
+
+func TestExtendMovesDeadline(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("extend", dlock.TTL(300*time.Millisecond), dlock.NoRenew()), ctx)
+	before := l.ValidUntil()
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if !l.ValidUntil().After(before.Add(time.Second)) {
+		t.Fatalf("ValidUntil moved from %v to %v", before, l.ValidUntil())
+	}
+	if pttl, _ := rdb.PTTL(ctx, "dlock:extend").Result(); pttl < time.Second {
+		t.Fatalf("key TTL after Extend(2s) = %v", pttl)
+	}
+	time.Sleep(500 * time.Millisecond) // past the original deadline
+	if l.Err() != nil {
+		t.Fatalf("extended lease ended at its old deadline: %v", l.Err())
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLossWhenKeyDeleted(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	ttl := 900 * time.Millisecond
+	l := mustLock(t, c.Mutex("flushed", dlock.TTL(ttl)), ctx)
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flushed := time.Now()
+	waitClosed(t, l.Done(), 5*time.Second, "Done after FLUSHALL")
+	if took := time.Since(flushed); took > ttl/3+ttl/6+200*time.Millisecond {
+		// One renewal interval (plus the batching slack) is when the next renewal looks.
+		t.Fatalf("loss noticed after %v, more than one renewal interval (%v)", took, ttl/3)
+	}
+	if l.Err() != dlock.ErrLost || !errors.Is(context.Cause(l.Context()), dlock.ErrLost) {
+		t.Fatalf("Err = %v, cause %v; want ErrLost", l.Err(), context.Cause(l.Context()))
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("Unlock after loss = %v, want ErrNotHeld wrapping ErrLost", err)
+	}
+}
+
+func TestLossWhenServerHangs(t *testing.T) {
+	srv, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("hung", dlock.TTL(time.Second)), ctx)
+	srv.Pause(t)
+	valid := l.ValidUntil()
+	waitClosed(t, l.Done(), 5*time.Second, "Done while the server hangs")
+	now := time.Now()
+	if now.Before(valid) {
+		t.Fatalf("lease ended %v before ValidUntil", valid.Sub(now))
+	}
+	if l.Err() != dlock.ErrLost || l.Context().Err() == nil {
+		t.Fatalf("Err = %v, ctx err %v", l.Err(), l.Context().Err())
+	}
+	t.Logf("lost %v after ValidUntil", now.Sub(valid))
+	if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Unlock after loss = %v, want ErrNotHeld", err)
+	}
+	srv.Resume(t)
+}
+
+func TestUnlockFindsKeyTaken(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("taken"), ctx)
+	rdb.Set(ctx, "dlock:taken", "someone-else", time.Minute)
+	if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Unlock of a taken key = %v, want ErrNotHeld", err)
+	}
+	if v, _ := rdb.Get(ctx, "dlock:taken").Result(); v != "someone-else" {
+		t.Fatalf("Unlock deleted another holder's key (%q)", v)
+	}
+	if l.Err() != dlock.ErrLost {
+		t.Fatalf("Err = %v, want ErrLost", l.Err())
+	}
+}

@@ -1,0 +1,170 @@
+package dlock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// The contention tests run real OS processes: the test binary re-runs itself as a worker
+// (TestMain dispatches on workerEnv). Each worker runs goroutines that take the same lock
+// and, inside each hold, do a non-atomic read-modify-write of a counter in Redis and check
+// that the fencing token only grows. The count is exact only if the lock excludes.
+
+const (
+	workerEnv        = "DLOCK_TEST_WORKER"
+	workerAddrs      = "DLOCK_TEST_ADDRS"   // comma-separated
+	workerCluster    = "DLOCK_TEST_CLUSTER" // "1" for a Cluster
+	workerQuorum     = "DLOCK_TEST_QUORUM"  // "1" for NewQuorum over the addrs
+	workerGoroutines = "DLOCK_TEST_GOROUTINES"
+	workerRounds     = "DLOCK_TEST_ROUNDS"
+)
+
+type contention struct {
+	addrs      []string
+	cluster    bool
+	quorum     bool
+	processes  int
+	goroutines int
+	rounds     int
+}
+
+func (ct contention) run(t *testing.T, data redis.UniversalClient) {
+	t.Helper()
+	ctx := ctxTimeout(t, 5*time.Minute)
+	env := append(os.Environ(),
+		workerEnv+"=1",
+		workerAddrs+"="+strings.Join(ct.addrs, ","),
+		workerGoroutines+"="+strconv.Itoa(ct.goroutines),
+		workerRounds+"="+strconv.Itoa(ct.rounds),
+	)
+	if ct.cluster {
+		env = append(env, workerCluster+"=1")
+	}
+	if ct.quorum {
+		env = append(env, workerQuorum+"=1")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, ct.processes)
+	outs := make([][]byte, ct.processes)
+	for p := range ct.processes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = env
+			outs[p], errs[p] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for p := range ct.processes {
+		if errs[p] != nil {
+			t.Errorf("worker %d: %v\n%s", p, errs[p], outs[p])
+		}
+	}
+	got, err := data.Get(ctx, "test:counter").Int()
+	if err != nil {
+		t.Fatalf("read counter: %v", err)
+	}
+	if want := ct.processes * ct.goroutines * ct.rounds; got != want {
+		t.Fatalf("counter = %d, want %d: the lock let two holders in", got, want)
+	}
+}
+
+// runWorker is the body of a worker process; its exit code is its verdict.
+func runWorker() int {
+	addrs := strings.Split(os.Getenv(workerAddrs), ",")
+	goroutines, _ := strconv.Atoi(os.Getenv(workerGoroutines))
+	rounds, _ := strconv.Atoi(os.Getenv(workerRounds))
+	var data redis.UniversalClient
+	var c *dlock.Client
+	switch {
+	case os.Getenv(workerCluster) == "1":
+		data = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		c = dlock.New(data)
+	case os.Getenv(workerQuorum) == "1":
+		var nodes []redis.UniversalClient
+		for _, a := range addrs {
+			nodes = append(nodes, redis.NewClient(&redis.Options{Addr: a}))
+		}
+		data = nodes[0]
+		var err error
+		if c, err = dlock.NewQuorum(nodes); err != nil {
+			fmt.Println(err)
+			return 2
+		}
+	default:
+		data = redis.NewClient(&redis.Options{Addr: addrs[0]})
+		c = dlock.New(data)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	failures := make(chan string, goroutines)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				err := c.Mutex("contended", dlock.TTL(5*time.Second)).Do(ctx, func(ctx context.Context) error {
+					// lease.Context carries the lease: recover its token through a re-entry.
+					lease, err := c.Mutex("contended").TryLock(ctx)
+					if err != nil {
+						return err
+					}
+					defer lease.Unlock(ctx)
+					last, err := data.Get(ctx, "test:last-token").Uint64()
+					if err != nil && err != redis.Nil {
+						return err
+					}
+					if lease.Token() <= last {
+						return fmt.Errorf("fencing token %d after %d", lease.Token(), last)
+					}
+					n, err := data.Get(ctx, "test:counter").Int()
+					if err != nil && err != redis.Nil {
+						return err
+					}
+					if err := data.Set(ctx, "test:counter", n+1, 0).Err(); err != nil {
+						return err
+					}
+					return data.Set(ctx, "test:last-token", lease.Token(), 0).Err()
+				})
+				if err != nil {
+					failures <- err.Error()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(failures)
+	code := 0
+	for f := range failures {
+		fmt.Println(f)
+		code = 1
+	}
+	return code
+}
+
+func TestContentionProcessesStandalone(t *testing.T) {
+	srv, rdb := standalone(t)
+	contention{addrs: []string{srv.Addr}, processes: 3, goroutines: 8, rounds: 15}.run(t, rdb)
+}
+
+func TestContentionProcessesCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	contention{addrs: cl.Addrs, cluster: true, processes: 3, goroutines: 8, rounds: 10}.run(t, cl.Client(t))
+}

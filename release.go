@@ -1,0 +1,127 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// release ends the hold by Unlock: compare-and-delete on every node, which also wakes the
+// waiters. It succeeds if a majority released the key or no longer had it, at least one
+// of them released it. The hold has ended when release returns, whatever the result.
+func (h *hold) release(ctx context.Context) error {
+	h.mu.Lock()
+	switch {
+	case h.err == nil && !time.Now().Before(h.deadline):
+		h.mu.Unlock()
+		h.end(ErrLost, "its deadline passed without a successful renewal")
+		return h.endedError("unlock")
+	case h.err != nil:
+		h.mu.Unlock()
+		return h.endedError("unlock")
+	case h.releasing:
+		h.mu.Unlock()
+		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.name, ErrNotHeld)
+	}
+	h.releasing = true
+	ttl := h.ttl
+	h.mu.Unlock()
+
+	c := h.c
+	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
+	released, gone := 0, 0
+	var errs []error
+	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+		func(call *batch.Call) {
+			call.Script = scripts.MutexRelease
+			call.Keys = []string{h.keys.lock}
+			call.Args = []any{h.token, h.keys.channel, c.nodes[call.Node].publishCommand()}
+		},
+		func(call *batch.Call) bool {
+			switch {
+			case call.Err != nil:
+				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+			case call.Val == 1:
+				released++
+			default:
+				gone++
+			}
+			return released+gone == n || (released > 0 && released+gone >= need) || gone > n-need
+		})
+	switch {
+	case released > 0 && released+gone >= need:
+		h.end(ErrReleased, "unlocked")
+		return nil
+	case gone >= need:
+		h.end(ErrLost, "the key no longer held its token when Unlock ran (expired, deleted or taken)")
+		return h.endedError("unlock")
+	}
+	h.end(ErrReleased, "unlock failed; the key expires by itself")
+	if answered < n {
+		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer in time", n-answered, n))
+	}
+	err := &quorumError{op: "unlock", name: h.name, got: released + gone, need: need, total: n, errs: errs, single: n == 1}
+	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
+}
+
+// extend sets the lease to last ttl from now on a majority, and ttl as the length of later
+// renewals. On failure the hold is unchanged, unless a majority said it is no longer ours.
+func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
+	c := h.c
+	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
+	ttlArg := strconv.FormatInt(ttl.Milliseconds(), 10)
+	ok, gone := 0, 0
+	var errs []error
+	start := time.Now()
+	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+		func(call *batch.Call) {
+			call.Script = scripts.MutexExtend
+			call.Keys = []string{h.keys.lock}
+			call.Args = []any{h.token, ttlArg}
+		},
+		func(call *batch.Call) bool {
+			switch {
+			case call.Err != nil:
+				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+			case call.Val == 1:
+				ok++
+			default:
+				gone++
+			}
+			return ok >= need || gone > n-need
+		})
+	deadline := quorum.Deadline(start, ttl, c.cfg.driftFactor)
+	switch {
+	case ok >= need && time.Now().Before(deadline):
+		h.renewed(start, ttl, deadline)
+		return nil
+	case gone > n-need:
+		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
+		return h.endedError("extend")
+	}
+	if answered < n {
+		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer in time", n-answered, n))
+	}
+	return &quorumError{op: "extend", name: h.name, got: ok, need: need, total: n, errs: errs, single: n == 1}
+}
+
+// renewed records a successful renewal or Extend sent at start.
+func (h *hold) renewed(start time.Time, ttl time.Duration, deadline time.Time) {
+	h.mu.Lock()
+	if h.err != nil || h.releasing {
+		h.mu.Unlock()
+		return
+	}
+	h.ttl, h.deadline = ttl, deadline
+	h.mu.Unlock()
+	var renewAt time.Time
+	if h.renew {
+		renewAt = start.Add(ttl / 3)
+	}
+	h.c.sched.Renewed(&h.entry, renewAt, deadline)
+}

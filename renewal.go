@@ -1,0 +1,117 @@
+package dlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/renew"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// renewBatch renews the leases that fell due together: one pipeline per node, all nodes at
+// once. A lease whose renewal succeeded on a majority moves its deadline to the send time
+// plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
+// is retried soon, until the deadline ends the lease.
+func (c *Client) renewBatch(entries []*renew.Entry) {
+	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
+	holds := make([]*hold, 0, len(entries))
+	ttls := make([]time.Duration, 0, len(entries))
+	minTTL := time.Duration(0)
+	for _, e := range entries {
+		h := e.Value.(*hold)
+		h.mu.Lock()
+		live, ttl := h.err == nil && !h.releasing, h.ttl
+		h.mu.Unlock()
+		if !live {
+			continue
+		}
+		holds = append(holds, h)
+		ttls = append(ttls, ttl)
+		if minTTL == 0 || ttl < minTTL {
+			minTTL = ttl
+		}
+	}
+	if len(holds) == 0 {
+		return
+	}
+
+	// replies[node][i] is node's answer for holds[i].
+	replies := make([][]*batch.Call, n)
+	done := make(chan int, n)
+	start := time.Now()
+	for node := range c.nodes {
+		calls := make([]*batch.Call, len(holds))
+		answers := make(chan *batch.Call, len(holds))
+		for i, h := range holds {
+			calls[i] = &batch.Call{
+				Script: scripts.MutexExtend, Node: node, Done: answers,
+				Keys: []string{h.keys.lock},
+				Args: []any{h.token, strconv.FormatInt(ttls[i].Milliseconds(), 10)},
+			}
+		}
+		replies[node] = calls
+		run := func() {
+			batch.Pipeline(context.Background(), c.nodes[node].rdb, calls)
+			done <- node
+		}
+		if n == 1 {
+			run()
+		} else {
+			go run()
+		}
+	}
+	answered := make([]bool, n)
+	timer := time.NewTimer(renewTimeout(minTTL))
+	defer timer.Stop()
+wait:
+	for range n {
+		select {
+		case node := <-done:
+			answered[node] = true
+		case <-timer.C:
+			break wait
+		}
+	}
+
+	now := time.Now()
+	for i, h := range holds {
+		ok, gone := 0, 0
+		for node := range c.nodes {
+			if !answered[node] {
+				continue
+			}
+			switch call := replies[node][i]; {
+			case call.Err != nil:
+			case call.Val == 1:
+				ok++
+			default:
+				gone++
+			}
+		}
+		deadline := quorum.Deadline(start, ttls[i], c.cfg.driftFactor)
+		switch {
+		case ok >= need && now.Before(deadline):
+			h.renewed(start, ttls[i], deadline)
+		case gone > n-need:
+			h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
+		default:
+			c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.name, "ok", ok, "need", need)
+			c.sched.Retry(&h.entry, now.Add(max(ttls[i]/12, minBackoff)))
+		}
+	}
+}
+
+// renewTimeout is how long a renewal waits for the nodes' replies: a hung node must not
+// hold up the others' verdict for long.
+func renewTimeout(ttl time.Duration) time.Duration {
+	return min(ttl/3, max(4*quorum.NodeTimeout(ttl), 50*time.Millisecond))
+}
+
+// expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
+// whether or not Redis can be reached.
+func (c *Client) expire(e *renew.Entry) {
+	e.Value.(*hold).end(ErrLost, "its deadline passed without a successful renewal")
+}

@@ -1,0 +1,190 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+)
+
+// Waiting. A waiter never polls at a fixed rate. It wakes when:
+//   - a dlock holder releases: the release script publishes on the lock's channel;
+//   - another program deletes the key, or it expires: the server's keyspace event, when
+//     the server publishes them (notify-keyspace-events with K and g, x);
+//   - the holder's lease runs out: the acquire script replied with its remaining time;
+//   - this process releases its own hold: the local queue is told directly.
+// Pub/sub may lose a message across a reconnect; the remaining time bounds that loss. When
+// the holder's key has no expiry and nothing can be heard, the waiter backs off
+// exponentially up to maxBackoff.
+
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// lock acquires t, waiting until ctx is done unless try is set.
+func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
+	c := t.c
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	if h := heldIn(ctx, c, t.kind, t.keys.lock); h != nil {
+		return newInnerLease(h, ctx), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, t.gaveUp(ctx, -1)
+	}
+	if try {
+		return t.tryLock(ctx)
+	}
+
+	q, w := c.join(t.keys.lock)
+	defer c.leave(t.keys.lock, q, w)
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		return nil, t.gaveUp(ctx, -1)
+	case <-c.done:
+		return nil, ErrClosed
+	}
+
+	wake := make(chan struct{}, 1)
+	var watches []*notify.Watch
+	defer func() {
+		for _, w := range watches {
+			w.Close()
+		}
+	}()
+	listening := false
+	backoff := minBackoff
+	left := time.Duration(-1)
+	for {
+		if _, released := c.heldLocally(t.keys.lock); released != nil {
+			// This process holds the lock: wait for it locally, no round trip.
+			select {
+			case <-released:
+				continue
+			case <-ctx.Done():
+				return nil, t.gaveUp(ctx, -1)
+			case <-c.done:
+				return nil, ErrClosed
+			}
+		}
+		start := time.Now()
+		a := t.acquireOnce(ctx, ctx)
+		if a.h != nil {
+			return t.start(a.h, ctx, start)
+		}
+		if ctx.Err() != nil {
+			return nil, t.gaveUp(ctx, left)
+		}
+		var sleep time.Duration
+		switch {
+		case a.err != nil && a.permanent:
+			return nil, a.err
+		case a.err != nil:
+			c.cfg.logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
+			sleep, backoff = jitter(backoff), min(2*backoff, maxBackoff)
+		case !listening:
+			// Listen before waiting, then look again: a release between the attempt and
+			// the subscription would otherwise go unheard.
+			watches = t.watch(ctx, wake)
+			listening = true
+			if len(watches) > 0 {
+				continue
+			}
+			sleep = minBackoff
+		case a.split:
+			sleep = jitter(2 * quorum.NodeTimeout(t.cfg.ttl))
+		default:
+			left = a.left
+			if left >= 0 && len(watches) > 0 {
+				sleep, backoff = left+time.Millisecond, minBackoff
+			} else {
+				sleep, backoff = jitter(backoff), min(2*backoff, maxBackoff)
+				if left >= 0 {
+					sleep = min(sleep, left+time.Millisecond)
+				}
+			}
+		}
+		timer := time.NewTimer(sleep)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, t.gaveUp(ctx, left)
+		case <-c.done:
+			timer.Stop()
+			return nil, ErrClosed
+		}
+		timer.Stop()
+	}
+}
+
+// tryLock makes one attempt. A lock this process holds is refused without a round trip.
+func (t *target) tryLock(ctx context.Context) (*Lease, error) {
+	if h, _ := t.c.heldLocally(t.keys.lock); h != nil {
+		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
+	}
+	start := time.Now()
+	a := t.acquireOnce(ctx, ctx)
+	switch {
+	case a.h != nil:
+		return t.start(a.h, ctx, start)
+	case a.err != nil:
+		return nil, a.err
+	case a.left >= 0:
+		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, ErrNotAcquired, a.left)
+	}
+	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
+}
+
+// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
+func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
+	if left >= 0 {
+		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
+	}
+	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
+}
+
+// watch subscribes, on every node at once, to the lock's release channel and its keyspace
+// channel, all sending on wake. A node that cannot be subscribed to within the per-node
+// timeout is left out: the waiter still wakes at the holder's expiry.
+func (t *target) watch(ctx context.Context, wake chan struct{}) []*notify.Watch {
+	c := t.c
+	ctx, cancel := context.WithTimeout(ctx, max(quorum.NodeTimeout(t.cfg.ttl), 100*time.Millisecond))
+	defer cancel()
+	watches := make([]*notify.Watch, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		channels := []notify.Channel{
+			{Name: t.keys.channel, Sharded: n.cluster},
+			{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, t.keys.lock)},
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := n.hub.Watch(ctx, t.keys.lock, channels, wake)
+			if err != nil {
+				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
+				return
+			}
+			watches[i] = w
+		}()
+	}
+	wg.Wait()
+	out := watches[:0]
+	for _, w := range watches {
+		if w != nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
