@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
@@ -20,7 +21,7 @@ type target struct {
 	c    *Client
 	kind string
 	name string
-	keys keys
+	keys keyspace.Keys
 	cfg  lockConfig
 	err  error // an invalid name or option, returned by every method
 }
@@ -29,7 +30,7 @@ func newTarget(c *Client, kind, name string, opts []LockOption) target {
 	t := target{c: c, kind: kind, name: name}
 	t.cfg, t.err = newLockConfig(opts)
 	if t.err == nil {
-		t.keys, t.err = lockKeys(c.cfg.prefix, name)
+		t.keys, t.err = keyspace.For(c.cfg.prefix, name)
 	}
 	return t
 }
@@ -70,7 +71,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.MutexAcquire
-			call.Keys = []string{t.keys.lock, t.keys.fence}
+			call.Keys = []string{t.keys.Lock, t.keys.Fence}
 			call.Args = []any{token, ttlArg}
 		},
 		func(call *batch.Call) bool {
@@ -159,7 +160,7 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 	quorum.FanoutTo(ctx, c.batchers, low, quorum.NodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
-			call.Keys = []string{t.keys.fence}
+			call.Keys = []string{t.keys.Fence}
 			call.Args = []any{arg}
 		},
 		func(call *batch.Call) bool {
@@ -179,8 +180,8 @@ func (t *target) releaseAbandoned(token string) {
 	for i, b := range t.c.batchers {
 		b.Send(&batch.Call{
 			Script: scripts.MutexRelease, Node: i, Deadline: deadline, Done: replies,
-			Keys: []string{t.keys.lock},
-			Args: []any{token, t.keys.channel, t.c.nodes[i].publishCommand()},
+			Keys: []string{t.keys.Lock},
+			Args: []any{token, t.keys.Channel, t.c.nodes[i].publishCommand()},
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
 
@@ -15,7 +16,7 @@ type hold struct {
 	c     *Client
 	kind  string // "mutex"
 	name  string
-	keys  keys
+	keys  keyspace.Keys
 	token string // ownership: 128 random bits, hex
 	fence uint64
 	renew bool

@@ -63,7 +63,7 @@ func (c *Client) adopt(h *hold) error {
 		return ErrClosed
 	}
 	c.holds[h] = struct{}{}
-	c.queueLocked(h.keys.lock).held = h
+	c.queueLocked(h.keys.Lock).held = h
 	return nil
 }
 
@@ -72,14 +72,14 @@ func (c *Client) forget(h *hold) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.holds, h)
-	q := c.queues[h.keys.lock]
+	q := c.queues[h.keys.Lock]
 	if q == nil || q.held != h {
 		return
 	}
 	q.held = nil
 	close(q.changed)
 	q.changed = make(chan struct{})
-	c.dropIfIdleLocked(h.keys.lock, q)
+	c.dropIfIdleLocked(h.keys.Lock, q)
 }
 
 func (c *Client) queueLocked(key string) *localQueue {

@@ -39,8 +39,8 @@ func (h *hold) release(ctx context.Context) error {
 	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.MutexRelease
-			call.Keys = []string{h.keys.lock}
-			call.Args = []any{h.token, h.keys.channel, c.nodes[call.Node].publishCommand()}
+			call.Keys = []string{h.keys.Lock}
+			call.Args = []any{h.token, h.keys.Channel, c.nodes[call.Node].publishCommand()}
 		},
 		func(call *batch.Call) bool {
 			switch {
@@ -81,7 +81,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.MutexExtend
-			call.Keys = []string{h.keys.lock}
+			call.Keys = []string{h.keys.Lock}
 			call.Args = []any{h.token, ttlArg}
 		},
 		func(call *batch.Call) bool {

@@ -48,7 +48,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		for i, h := range holds {
 			calls[i] = &batch.Call{
 				Script: scripts.MutexExtend, Node: node, Done: answers,
-				Keys: []string{h.keys.lock},
+				Keys: []string{h.keys.Lock},
 				Args: []any{h.token, strconv.FormatInt(ttls[i].Milliseconds(), 10)},
 			}
 		}

@@ -34,7 +34,7 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if h := heldIn(ctx, c, t.kind, t.keys.lock); h != nil {
+	if h := heldIn(ctx, c, t.kind, t.keys.Lock); h != nil {
 		return newInnerLease(h, ctx), nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -44,8 +44,8 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 		return t.tryLock(ctx)
 	}
 
-	q, w := c.join(t.keys.lock)
-	defer c.leave(t.keys.lock, q, w)
+	q, w := c.join(t.keys.Lock)
+	defer c.leave(t.keys.Lock, q, w)
 	select {
 	case <-w.turn:
 	case <-ctx.Done():
@@ -65,7 +65,7 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
-		if _, released := c.heldLocally(t.keys.lock); released != nil {
+		if _, released := c.heldLocally(t.keys.Lock); released != nil {
 			// This process holds the lock: wait for it locally, no round trip.
 			select {
 			case <-released:
@@ -130,7 +130,7 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 
 // tryLock makes one attempt. A lock this process holds is refused without a round trip.
 func (t *target) tryLock(ctx context.Context) (*Lease, error) {
-	if h, _ := t.c.heldLocally(t.keys.lock); h != nil {
+	if h, _ := t.c.heldLocally(t.keys.Lock); h != nil {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()
@@ -165,13 +165,13 @@ func (t *target) watch(ctx context.Context, wake chan struct{}) []*notify.Watch 
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
 		channels := []notify.Channel{
-			{Name: t.keys.channel, Sharded: n.cluster},
-			{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, t.keys.lock)},
+			{Name: t.keys.Channel, Sharded: n.cluster},
+			{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, t.keys.Lock)},
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, err := n.hub.Watch(ctx, t.keys.lock, channels, wake)
+			w, err := n.hub.Watch(ctx, t.keys.Lock, channels, wake)
 			if err != nil {
 				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
 				return
