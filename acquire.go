@@ -64,6 +64,8 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 	var (
 		granted, held, failed int
 		fences                = make([]int64, n) // 0: this node did not grant
+		answeredBy            = make([]bool, n)
+		decided               bool
 		left                  = make([]int64, 0, n)
 		errs                  []error
 	)
@@ -77,16 +79,20 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 		func(call *batch.Call) bool {
 			switch {
 			case call.Err != nil:
+				answeredBy[call.Node] = true
 				failed++
 				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
 			case call.Val > 0:
+				answeredBy[call.Node] = true
 				granted++
 				fences[call.Node] = call.Val
 			default:
+				answeredBy[call.Node] = true
 				held++
 				left = append(left, -call.Val)
 			}
-			return granted >= need || held+failed > n-need
+			decided = granted >= need || held+failed > n-need
+			return decided
 		})
 	deadline := quorum.Deadline(start, t.cfg.ttl, c.cfg.driftFactor)
 
@@ -96,23 +102,26 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 			return attempt{h: t.newHold(token, uint64(fence), start, deadline, lockCtx)}
 		}
 	}
-	// Undo on every node that may have granted: those that said yes, and those whose
-	// answer never came, since their SET may still land.
-	if granted > 0 || answered < n || failed > 0 {
-		t.releaseAbandoned(token)
-	}
 	unanswered := n - answered
+	lostVote := held >= need || (failed == 0 && unanswered == 0 && granted < need)
+	// Undo on every node that may have granted: those that said yes, and those whose
+	// answer never came, since their SET may still land. Waiters are woken only when the
+	// attempt reached no verdict; otherwise whoever won the vote wakes them in turn.
+	if granted > 0 || unanswered > 0 || failed > 0 {
+		t.releaseAbandoned(token, !lostVote)
+	}
 	switch {
-	case held >= need:
+	case held >= need && granted == 0:
 		return attempt{left: majorityFree(left, need)}
 	case granted >= need:
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
-	case failed == 0 && unanswered == 0:
-		// Every node answered, no side has a majority: contenders split the votes.
-		return attempt{split: true, left: majorityFree(left, need-granted)}
+	case lostVote:
+		// Contenders split the votes: each got some nodes, none a majority. They all undid
+		// their share silently; each retries after a random delay.
+		return attempt{split: true}
 	}
-	if unanswered > 0 {
-		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer within %v", unanswered, n, quorum.NodeTimeout(t.cfg.ttl)))
+	if !decided {
+		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
 	}
 	a := attempt{err: &quorumError{op: "lock", name: t.name, got: granted, need: need, total: n, errs: errs, single: n == 1}}
 	for _, e := range errs {
@@ -121,6 +130,18 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 		}
 	}
 	return a
+}
+
+// silentNodes names the nodes that did not answer: down, unreachable, hung or slower than
+// the per-node timeout.
+func silentNodes(c *Client, answered []bool, waited time.Duration) []error {
+	var errs []error
+	for i, ok := range answered {
+		if !ok {
+			errs = append(errs, &nodeError{node: c.nodes[i].name, err: fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited.Round(time.Millisecond))})
+		}
+	}
+	return errs
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
@@ -152,10 +173,13 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 			low = append(low, i)
 		}
 	}
+	arg := strconv.FormatInt(fence, 10)
 	if have >= need {
+		// Raise the laggards anyway, without waiting: nodes that stay in step make the
+		// synchronous raise above rare.
+		t.raiseAbandoned(low, arg)
 		return true
 	}
-	arg := strconv.FormatInt(fence, 10)
 	raised := 0
 	quorum.FanoutTo(ctx, c.batchers, low, quorum.NodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) {
@@ -172,16 +196,33 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 	return have+raised >= need
 }
 
+// raiseAbandoned raises the fencing counter of the given nodes without waiting for them.
+func (t *target) raiseAbandoned(nodes []int, fence string) {
+	replies := make(chan *batch.Call, len(nodes))
+	deadline := time.Now().Add(t.cfg.ttl)
+	for _, i := range nodes {
+		t.c.batchers[i].Send(&batch.Call{
+			Script: scripts.FenceRaise, Node: i, Deadline: deadline, Done: replies,
+			Keys: []string{t.keys.Fence}, Args: []any{fence},
+		})
+	}
+}
+
 // releaseAbandoned releases token on every node without waiting for the replies: it undoes
-// a failed attempt. Nodes where the token is absent answer 0 and nothing changes.
-func (t *target) releaseAbandoned(token string) {
+// a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
+// wake false it wakes no one: see mutex_release.lua.
+func (t *target) releaseAbandoned(token string, wake bool) {
 	replies := make(chan *batch.Call, len(t.c.nodes))
 	deadline := time.Now().Add(t.cfg.ttl)
 	for i, b := range t.c.batchers {
+		publish := ""
+		if wake {
+			publish = t.c.nodes[i].publishCommand()
+		}
 		b.Send(&batch.Call{
 			Script: scripts.MutexRelease, Node: i, Deadline: deadline, Done: replies,
 			Keys: []string{t.keys.Lock},
-			Args: []any{token, t.keys.Channel, t.c.nodes[i].publishCommand()},
+			Args: []any{token, t.keys.Channel, publish},
 		})
 	}
 }
@@ -209,7 +250,7 @@ func (t *target) newHold(token string, fence uint64, start, deadline time.Time, 
 func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Lease, error) {
 	if err := t.c.adopt(h); err != nil {
 		h.cancel(ErrReleased)
-		t.releaseAbandoned(h.token)
+		t.releaseAbandoned(h.token, true)
 		return nil, err
 	}
 	var renewAt time.Time
@@ -218,7 +259,7 @@ func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Leas
 	}
 	if !t.c.sched.Add(&h.entry, renewAt, h.ttl/6, h.deadline) {
 		h.end(ErrReleased, "the client was closed")
-		t.releaseAbandoned(h.token)
+		t.releaseAbandoned(h.token, true)
 		return nil, ErrClosed
 	}
 	return newOuterLease(h, lockCtx), nil

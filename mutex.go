@@ -29,7 +29,11 @@ func (c *Client) Mutex(name string, opts ...LockOption) *Mutex {
 // one), Lock re-enters at once and returns a lease that shares that hold.
 //
 // ctx bounds the wait and every request; when it ends first, the error wraps ctx.Err() and
-// nothing is held. The returned lease is renewed until Unlock unless NoRenew was given.
+// nothing is held. Lock waits for a lock that is held, but not for nodes that fail: after
+// a few attempts in a row that reach no verdict (servers down, unreachable, hung or
+// refusing), it returns their errors, each naming its node; errors that retrying cannot
+// mend (credentials, permissions, a key of another type) are returned at once. The
+// returned lease is renewed until Unlock unless NoRenew was given.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, false) }
 
 // TryLock makes one attempt to acquire the mutex and returns an error wrapping

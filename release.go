@@ -36,13 +36,17 @@ func (h *hold) release(ctx context.Context) error {
 	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
 	released, gone := 0, 0
 	var errs []error
-	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+	answeredBy := make([]bool, n)
+	decided := false
+	start := time.Now()
+	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.MutexRelease
 			call.Keys = []string{h.keys.Lock}
 			call.Args = []any{h.token, h.keys.Channel, c.nodes[call.Node].publishCommand()}
 		},
 		func(call *batch.Call) bool {
+			answeredBy[call.Node] = true
 			switch {
 			case call.Err != nil:
 				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
@@ -51,7 +55,8 @@ func (h *hold) release(ctx context.Context) error {
 			default:
 				gone++
 			}
-			return released+gone == n || (released > 0 && released+gone >= need) || gone > n-need
+			decided = released+gone == n || (released > 0 && released+gone >= need) || gone > n-need
+			return decided
 		})
 	switch {
 	case released > 0 && released+gone >= need:
@@ -62,8 +67,8 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	if answered < n {
-		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer in time", n-answered, n))
+	if !decided {
+		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
 	}
 	err := &quorumError{op: "unlock", name: h.name, got: released + gone, need: need, total: n, errs: errs, single: n == 1}
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
@@ -77,14 +82,17 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	ttlArg := strconv.FormatInt(ttl.Milliseconds(), 10)
 	ok, gone := 0, 0
 	var errs []error
+	answeredBy := make([]bool, n)
+	decided := false
 	start := time.Now()
-	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.MutexExtend
 			call.Keys = []string{h.keys.Lock}
 			call.Args = []any{h.token, ttlArg}
 		},
 		func(call *batch.Call) bool {
+			answeredBy[call.Node] = true
 			switch {
 			case call.Err != nil:
 				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
@@ -93,7 +101,8 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 			default:
 				gone++
 			}
-			return ok >= need || gone > n-need
+			decided = ok >= need || gone > n-need
+			return decided
 		})
 	deadline := quorum.Deadline(start, ttl, c.cfg.driftFactor)
 	switch {
@@ -104,8 +113,8 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
 		return h.endedError("extend")
 	}
-	if answered < n {
-		errs = append(errs, fmt.Errorf("%d of %d nodes did not answer in time", n-answered, n))
+	if !decided {
+		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
 	}
 	return &quorumError{op: "extend", name: h.name, got: ok, need: need, total: n, errs: errs, single: n == 1}
 }

@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -23,6 +24,11 @@ import (
 const (
 	minBackoff = 5 * time.Millisecond
 	maxBackoff = time.Second
+	// maxFailedAttempts is how many attempts in a row may fail to reach a verdict (nodes
+	// down, unreachable or hung) before Lock returns their errors rather than waiting on:
+	// enough to ride out a reconnect, few enough that an outage is reported, not hidden
+	// until ctx ends.
+	maxFailedAttempts = 5
 )
 
 // lock acquires t, waiting until ctx is done unless try is set.
@@ -62,6 +68,7 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 		}
 	}()
 	listening := false
+	failures := 0 // consecutive attempts that reached no verdict
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
@@ -81,6 +88,9 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 		if a.h != nil {
 			return t.start(a.h, ctx, start)
 		}
+		if a.err == nil {
+			failures = 0
+		}
 		if ctx.Err() != nil {
 			return nil, t.gaveUp(ctx, left)
 		}
@@ -89,6 +99,10 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 		case a.err != nil && a.permanent:
 			return nil, a.err
 		case a.err != nil:
+			failures++
+			if failures >= maxFailedAttempts {
+				return nil, a.err
+			}
 			c.cfg.logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
 			sleep, backoff = jitter(backoff), min(2*backoff, maxBackoff)
 		case !listening:
@@ -101,7 +115,14 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 			}
 			sleep = minBackoff
 		case a.split:
-			sleep = jitter(2 * quorum.NodeTimeout(t.cfg.ttl))
+			// Contenders split the votes and undid their partial holds, which publishes:
+			// ignore those wake-ups and retry after a random delay, so that they do not
+			// collide again.
+			if err := t.sleep(ctx, splitDelay()); err != nil {
+				return nil, err
+			}
+			drain(wake)
+			continue
 		default:
 			left = a.left
 			if left >= 0 && len(watches) > 0 {
@@ -125,6 +146,33 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 			return nil, ErrClosed
 		}
 		timer.Stop()
+	}
+}
+
+// sleep waits d, or returns the error that ended the wait.
+func (t *target) sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return t.gaveUp(ctx, -1)
+	case <-t.c.done:
+		return ErrClosed
+	}
+}
+
+// splitDelay is the random pause after a split vote: a few round trips, spread so that
+// the contenders come back one at a time.
+func splitDelay() time.Duration {
+	return time.Millisecond + rand.N(20*time.Millisecond)
+}
+
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
 	}
 }
 

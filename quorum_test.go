@@ -1,0 +1,272 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// quorumOf starts n independent servers and returns them with a quorum Client over them.
+func quorumOf(t *testing.T, n int) ([]*redistest.Server, []redis.UniversalClient, *dlock.Client) {
+	t.Helper()
+	servers := redistest.StartNodes(t, n)
+	nodes := make([]redis.UniversalClient, n)
+	for i, s := range servers {
+		nodes[i] = s.Client(t)
+	}
+	c, err := dlock.NewQuorum(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return servers, nodes, c
+}
+
+func addrs(servers []*redistest.Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr
+	}
+	return out
+}
+
+func TestQuorumContentionProcesses(t *testing.T) {
+	servers, nodes, _ := quorumOf(t, 5)
+	contention{addrs: addrs(servers), quorum: true, processes: 3, goroutines: 4, rounds: 10}.run(t, nodes[0])
+}
+
+func TestQuorumLockHoldsKeyOnEveryNode(t *testing.T) {
+	_, nodes, c := quorumOf(t, 5)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("everywhere"), ctx)
+	token := ""
+	for i, n := range nodes {
+		v, err := n.Get(ctx, "dlock:everywhere").Result()
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		if token != "" && v != token {
+			t.Fatalf("node %d holds %q, node 0 %q", i, v, token)
+		}
+		token = v
+	}
+	if _, err := newQuorumClient(t, nodes).Mutex("everywhere").TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("second quorum client's TryLock = %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Unlock returns once a majority released; the others follow at once.
+	deadline := time.Now().Add(5 * time.Second)
+	for i, n := range nodes {
+		for {
+			k, _ := n.Exists(ctx, "dlock:everywhere").Result()
+			if k == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds the key after Unlock", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func newQuorumClient(t *testing.T, nodes []redis.UniversalClient) *dlock.Client {
+	t.Helper()
+	c, err := dlock.NewQuorum(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestQuorumSurvivesOneHungOneDead(t *testing.T) {
+	servers, _, c := quorumOf(t, 5)
+	servers[0].Pause(t)
+	defer servers[0].Resume(t)
+	servers[1].Kill(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	for i := range 5 {
+		start := time.Now()
+		l, err := c.Mutex("degraded").Lock(ctx)
+		if err != nil {
+			t.Fatalf("Lock with 3 of 5 nodes: %v", err)
+		}
+		locked := time.Since(start)
+		start = time.Now()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock with 3 of 5 nodes: %v", err)
+		}
+		unlocked := time.Since(start)
+		t.Logf("round %d: Lock %v, Unlock %v", i, locked, unlocked)
+		if locked > time.Second || unlocked > time.Second {
+			t.Fatalf("a hung and a dead node cost %v / %v", locked, unlocked)
+		}
+	}
+}
+
+func TestQuorumMajorityDead(t *testing.T) {
+	servers, _, c := quorumOf(t, 5)
+	for _, s := range servers[:3] {
+		s.Kill(t)
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	_, err := c.Mutex("doomed").TryLock(ctx)
+	if err == nil || errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryLock with 3 of 5 nodes dead = %v, want a node error", err)
+	}
+	for _, s := range servers[:3] {
+		if !strings.Contains(err.Error(), s.Addr) {
+			t.Fatalf("error does not name dead node %s: %v", s.Addr, err)
+		}
+	}
+	t.Log(err)
+	start := time.Now()
+	lockCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = c.Mutex("doomed").Lock(lockCtx)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock with 3 of 5 nodes dead = %v, want a node error before its ctx ends", err)
+	}
+	t.Logf("Lock gave up after %v: %v", time.Since(start), err)
+}
+
+func TestQuorumMajorityHungLosesLease(t *testing.T) {
+	servers, _, c := quorumOf(t, 5)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := mustLock(t, c.Mutex("stranded", dlock.TTL(time.Second)), ctx)
+	for _, s := range servers[:3] {
+		s.Pause(t)
+		defer s.Resume(t)
+	}
+	valid := l.ValidUntil()
+	waitClosed(t, l.Done(), 10*time.Second, "Done with a majority hung")
+	if now := time.Now(); now.Before(valid) {
+		t.Fatalf("lease ended %v before ValidUntil", valid.Sub(now))
+	}
+	if l.Err() != dlock.ErrLost {
+		t.Fatalf("Err = %v", l.Err())
+	}
+}
+
+func TestQuorumTokensGrowAcrossRestarts(t *testing.T) {
+	servers, _, c := quorumOf(t, 5)
+	ctx := ctxTimeout(t, 60*time.Second)
+	var last uint64
+	for i := range 12 {
+		// Kill a node and bring it back empty between acquisitions.
+		s := servers[i%len(servers)]
+		s.Kill(t)
+		s.Restart(t)
+		l := mustLock(t, c.Mutex("fenced"), ctx)
+		if l.Token() <= last {
+			t.Fatalf("round %d: token %d after %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestQuorumSlowNodesCountAsFailed(t *testing.T) {
+	servers := redistest.StartNodes(t, 5)
+	var nodes []redis.UniversalClient
+	var proxies []*redistest.Proxy
+	for i, s := range servers {
+		addr := s.Addr
+		if i < 3 {
+			p := redistest.NewProxy(t, s.Addr)
+			proxies = append(proxies, p)
+			addr = p.Addr
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	c := newQuorumClient(t, nodes)
+	ctx := ctxTimeout(t, 30*time.Second)
+	ttl := time.Second // per-node timeout 100ms
+	if l, err := c.Mutex("slow", dlock.TTL(ttl)).TryLock(ctx); err != nil {
+		t.Fatalf("TryLock before the latency: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+	for _, p := range proxies {
+		p.SetLatency(t, 300*time.Millisecond)
+	}
+	start := time.Now()
+	_, err := c.Mutex("slow", dlock.TTL(ttl)).TryLock(ctx)
+	if err == nil {
+		t.Fatal("TryLock succeeded with 3 of 5 nodes slower than the per-node timeout")
+	}
+	t.Logf("TryLock failed after %v: %v", time.Since(start), err)
+
+	// Replies that come back after the TTL never make a lease, and what they set is undone.
+	for _, p := range proxies {
+		p.SetLatency(t, 0)
+	}
+	time.Sleep(500 * time.Millisecond) // the delayed SETs have landed by now, and been released
+	l, err := c.Mutex("slow", dlock.TTL(ttl)).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock after the slow attempt was abandoned: %v", err)
+	}
+	_ = l.Unlock(ctx)
+}
+
+func TestQuorumLateRepliesNeverYieldLease(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := dlock.NewQuorum([]redis.UniversalClient{rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	proxy.SetLatency(t, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 10*time.Second)
+	ttl := 50 * time.Millisecond
+	for range 3 {
+		if l, err := c.Mutex("late", dlock.TTL(ttl)).TryLock(ctx); err == nil {
+			t.Fatalf("a reply later than the %v TTL yielded a lease valid until %v", ttl, l.ValidUntil())
+		}
+	}
+}
+
+func TestQuorumWaiterWakesWhenMajorityFree(t *testing.T) {
+	_, nodes, holder := quorumOf(t, 5)
+	waiter := newQuorumClient(t, nodes)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := mustLock(t, holder.Mutex("handoff", dlock.TTL(longTTL)), ctx)
+	got := make(chan time.Time, 1)
+	go func() {
+		w, err := waiter.Mutex("handoff").Lock(ctx)
+		if err != nil {
+			t.Error(err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		_ = w.Unlock(ctx)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	released := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	woke := (<-got).Sub(released)
+	t.Logf("quorum waiter acquired %v after Unlock", woke)
+	if woke > longTTL/10 {
+		t.Fatalf("quorum waiter took %v", woke)
+	}
+}
