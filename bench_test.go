@@ -2,9 +2,13 @@ package dlock_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/redistest"
@@ -96,4 +100,50 @@ func BenchmarkReentry(b *testing.B) {
 		}
 		_ = l.Unlock(ctx)
 	}
+}
+
+// BenchmarkQuorumVsSingle alternates Lock+Unlock on one node and on a five-node quorum in
+// the same run and reports both medians and their ratio (goal: under 1.5).
+func BenchmarkQuorumVsSingle(b *testing.B) {
+	servers := redistest.StartNodes(b, 5)
+	nodes := make([]redis.UniversalClient, len(servers))
+	for i, s := range servers {
+		nodes[i] = s.Client(b)
+	}
+	single := dlock.New(nodes[0])
+	defer single.Close()
+	five, err := dlock.NewQuorum(nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer five.Close()
+	ctx := context.Background()
+	one := func(m *dlock.Mutex) time.Duration {
+		start := time.Now()
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	m1, m5 := single.Mutex("bench:single"), five.Mutex("bench:quorum")
+	var t1, t5 []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t1 = append(t1, one(m1))
+		t5 = append(t5, one(m5))
+	}
+	p1, p5 := median(t1), median(t5)
+	b.ReportMetric(float64(p1.Microseconds()), "p50-1node-µs")
+	b.ReportMetric(float64(p5.Microseconds()), "p50-5nodes-µs")
+	b.ReportMetric(float64(p5)/float64(p1), "p50-ratio")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
