@@ -18,16 +18,16 @@ import (
 
 // target is what every lock handle has in common: which lock, and how to hold it.
 type target struct {
-	c    *Client
-	kind string
-	name string
-	keys keyspace.Keys
-	cfg  lockConfig
-	err  error // an invalid name or option, returned by every method
+	c      *Client
+	scheme scheme
+	name   string
+	keys   keyspace.Keys
+	cfg    lockConfig
+	err    error // an invalid name or option, returned by every method
 }
 
-func newTarget(c *Client, kind, name string, opts []LockOption) target {
-	t := target{c: c, kind: kind, name: name}
+func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
+	t := &target{c: c, scheme: s, name: name}
 	t.cfg, t.err = newLockConfig(opts)
 	if t.err == nil {
 		t.keys, t.err = keyspace.For(c.cfg.prefix, name)
@@ -54,12 +54,14 @@ func newToken() string {
 // acquireOnce makes one attempt on every node. The clock is read before the first request:
 // the lease is exclusive until that instant plus TTL minus the drift allowance, and the
 // attempt succeeds only with a majority and with time left.
-func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attempt {
+func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
 	c := t.c
 	n := len(c.nodes)
-	need := quorum.Majority(n)
-	token := newToken()
-	ttlArg := strconv.FormatInt(t.cfg.ttl.Milliseconds(), 10)
+	need := t.scheme.need(n)
+	token := r.waiter
+	if !t.scheme.stable() {
+		token = newToken()
+	}
 
 	var (
 		granted, held, failed int
@@ -71,11 +73,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 	)
 	start := time.Now()
 	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(t.cfg.ttl),
-		func(call *batch.Call) {
-			call.Script = scripts.MutexAcquire
-			call.Keys = []string{t.keys.Lock, t.keys.Fence}
-			call.Args = []any{token, ttlArg}
-		},
+		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(call *batch.Call) bool {
 			switch {
 			case call.Err != nil:
@@ -107,7 +105,9 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context) attem
 	// Undo on every node that may have granted: those that said yes, and those whose
 	// answer never came, since their SET may still land. Waiters are woken only when the
 	// attempt reached no verdict; otherwise whoever won the vote wakes them in turn.
-	if granted > 0 || unanswered > 0 || failed > 0 {
+	if (granted > 0 || unanswered > 0 || failed > 0) && !t.scheme.stable() {
+		// A stable token is not undone: its next attempt finds what landed and keeps it,
+		// and a waiter that gives up leaves (which passes on what it was given).
 		t.releaseAbandoned(token, !lostVote)
 	}
 	switch {
@@ -162,7 +162,7 @@ func majorityFree(left []int64, need int) time.Duration {
 // this one, so its INCR starts from fence or above: tokens keep growing across majorities.
 func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) bool {
 	c := t.c
-	need := quorum.Majority(len(c.nodes))
+	need := t.scheme.need(len(c.nodes))
 	have := 0
 	var low []int
 	for i, f := range fences {
@@ -219,11 +219,9 @@ func (t *target) releaseAbandoned(token string, wake bool) {
 		if wake {
 			publish = t.c.nodes[i].publishCommand()
 		}
-		b.Send(&batch.Call{
-			Script: scripts.MutexRelease, Node: i, Deadline: deadline, Done: replies,
-			Keys: []string{t.keys.Lock},
-			Args: []any{token, t.keys.Channel, publish},
-		})
+		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
+		t.scheme.release(t, token, publish, call)
+		b.Send(call)
 	}
 }
 
@@ -237,7 +235,7 @@ func (n *node) publishCommand() string {
 // newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
 func (t *target) newHold(token string, fence uint64, start, deadline time.Time, lockCtx context.Context) *hold {
 	h := &hold{
-		c: t.c, kind: t.kind, name: t.name, keys: t.keys, token: token, fence: fence,
+		c: t.c, t: t, name: t.name, keys: t.keys, token: token, fence: fence,
 		renew: t.cfg.renew, ttl: t.cfg.ttl, deadline: deadline,
 	}
 	h.entry.Value = h

@@ -14,7 +14,7 @@ import (
 // leases share the hold of the outermost one.
 type hold struct {
 	c     *Client
-	kind  string // "mutex"
+	t     *target // the lock it holds
 	name  string
 	keys  keyspace.Keys
 	token string // ownership: 128 random bits, hex

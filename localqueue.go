@@ -63,7 +63,9 @@ func (c *Client) adopt(h *hold) error {
 		return ErrClosed
 	}
 	c.holds[h] = struct{}{}
-	c.queueLocked(h.keys.Lock).held = h
+	if h.t.scheme.localQueue() {
+		c.queueLocked(h.keys.Lock).held = h
+	}
 	return nil
 }
 

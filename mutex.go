@@ -15,13 +15,13 @@ import (
 // by compare-and-delete, so a Mutex of a Client made with WithPrefix("") also excludes,
 // and is excluded by, Redlock clients in other languages on the same key.
 type Mutex struct {
-	t target
+	t *target
 }
 
 // Mutex returns the mutex called name. An empty name or invalid option is reported by
 // every method of the returned Mutex.
 func (c *Client) Mutex(name string, opts ...LockOption) *Mutex {
-	return &Mutex{t: newTarget(c, "mutex", name, opts)}
+	return &Mutex{t: newTarget(c, mutexScheme{}, name, opts)}
 }
 
 // Lock acquires the mutex, waiting until it is free or ctx is done. If ctx carries a live
@@ -34,11 +34,11 @@ func (c *Client) Mutex(name string, opts ...LockOption) *Mutex {
 // refusing), it returns their errors, each naming its node; errors that retrying cannot
 // mend (credentials, permissions, a key of another type) are returned at once. The
 // returned lease is renewed until Unlock unless NoRenew was given.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, false) }
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, &request{}) }
 
 // TryLock makes one attempt to acquire the mutex and returns an error wrapping
 // ErrNotAcquired if it is held. Re-entry works as for Lock.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, true) }
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, &request{try: true}) }
 
 // Do runs fn while holding the mutex: Lock, fn with the lease's context, Unlock. It returns
 // fn's error; if the lease was lost while fn ran, the error also wraps ErrLost, since the

@@ -3,12 +3,10 @@ package dlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // release ends the hold by Unlock: compare-and-delete on every node, which also wakes the
@@ -33,18 +31,14 @@ func (h *hold) release(ctx context.Context) error {
 	h.mu.Unlock()
 
 	c := h.c
-	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
+	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	released, gone := 0, 0
 	var errs []error
 	answeredBy := make([]bool, n)
 	decided := false
 	start := time.Now()
 	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
-		func(call *batch.Call) {
-			call.Script = scripts.MutexRelease
-			call.Keys = []string{h.keys.Lock}
-			call.Args = []any{h.token, h.keys.Channel, c.nodes[call.Node].publishCommand()}
-		},
+		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
 		func(call *batch.Call) bool {
 			answeredBy[call.Node] = true
 			switch {
@@ -78,19 +72,15 @@ func (h *hold) release(ctx context.Context) error {
 // renewals. On failure the hold is unchanged, unless a majority said it is no longer ours.
 func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
-	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
-	ttlArg := strconv.FormatInt(ttl.Milliseconds(), 10)
+	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
+	ttlArg := ms(ttl.Milliseconds())
 	ok, gone := 0, 0
 	var errs []error
 	answeredBy := make([]bool, n)
 	decided := false
 	start := time.Now()
 	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
-		func(call *batch.Call) {
-			call.Script = scripts.MutexExtend
-			call.Keys = []string{h.keys.Lock}
-			call.Args = []any{h.token, ttlArg}
-		},
+		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
 		func(call *batch.Call) bool {
 			answeredBy[call.Node] = true
 			switch {

@@ -2,13 +2,11 @@ package dlock
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/renew"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // renewBatch renews the leases that fell due together: one pipeline per node, all nodes at
@@ -16,7 +14,7 @@ import (
 // plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
 // is retried soon, until the deadline ends the lease.
 func (c *Client) renewBatch(entries []*renew.Entry) {
-	n, need := len(c.nodes), quorum.Majority(len(c.nodes))
+	n := len(c.nodes)
 	holds := make([]*hold, 0, len(entries))
 	ttls := make([]time.Duration, 0, len(entries))
 	minTTL := time.Duration(0)
@@ -46,11 +44,8 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		calls := make([]*batch.Call, len(holds))
 		answers := make(chan *batch.Call, len(holds))
 		for i, h := range holds {
-			calls[i] = &batch.Call{
-				Script: scripts.MutexExtend, Node: node, Done: answers,
-				Keys: []string{h.keys.Lock},
-				Args: []any{h.token, strconv.FormatInt(ttls[i].Milliseconds(), 10)},
-			}
+			calls[i] = &batch.Call{Node: node, Done: answers}
+			h.t.scheme.extend(h.t, h.token, ms(ttls[i].Milliseconds()), calls[i])
 		}
 		replies[node] = calls
 		run := func() {
@@ -78,6 +73,7 @@ wait:
 
 	now := time.Now()
 	for i, h := range holds {
+		need := h.t.scheme.need(n)
 		ok, gone := 0, 0
 		for node := range c.nodes {
 			if !answered[node] {

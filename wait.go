@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed51c676c8/dlock/internal/batch"
+
 	"github.com/seed51c676c8/dlock/internal/notify"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 )
@@ -31,8 +33,8 @@ const (
 	maxFailedAttempts = 5
 )
 
-// lock acquires t, waiting until ctx is done unless try is set.
-func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
+// lock acquires t for r, waiting until ctx is done unless r.try is set.
+func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	c := t.c
 	if err := c.usable(); err != nil {
 		return nil, err
@@ -40,26 +42,40 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if h := heldIn(ctx, c, t.kind, t.keys.Lock); h != nil {
-		return newInnerLease(h, ctx), nil
+	if t.scheme.reentrant() {
+		if h := heldIn(ctx, c, t.scheme.kind(), t.keys.Lock); h != nil {
+			return newInnerLease(h, ctx), nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, t.gaveUp(ctx, -1)
 	}
-	if try {
-		return t.tryLock(ctx)
+	r.waiter = newToken()
+	if r.try {
+		return t.tryLock(ctx, r)
 	}
 
-	q, w := c.join(t.keys.Lock)
-	defer c.leave(t.keys.Lock, q, w)
-	select {
-	case <-w.turn:
-	case <-ctx.Done():
-		return nil, t.gaveUp(ctx, -1)
-	case <-c.done:
-		return nil, ErrClosed
+	if t.scheme.localQueue() {
+		q, w := c.join(t.keys.Lock)
+		defer c.leave(t.keys.Lock, q, w)
+		select {
+		case <-w.turn:
+		case <-ctx.Done():
+			return nil, t.gaveUp(ctx, -1)
+		case <-c.done:
+			return nil, ErrClosed
+		}
 	}
+	lease, err := t.wait(ctx, r)
+	if err != nil && t.scheme.queued() {
+		t.leaveQueue(r)
+	}
+	return lease, err
+}
 
+// wait makes attempts until one succeeds, ctx ends, the Client closes or nodes keep failing.
+func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
+	c := t.c
 	wake := make(chan struct{}, 1)
 	var watches []*notify.Watch
 	defer func() {
@@ -72,27 +88,29 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
-		if _, released := c.heldLocally(t.keys.Lock); released != nil {
-			// This process holds the lock: wait for it locally, no round trip.
-			select {
-			case <-released:
-				continue
-			case <-ctx.Done():
-				return nil, t.gaveUp(ctx, -1)
-			case <-c.done:
-				return nil, ErrClosed
+		if t.scheme.localQueue() {
+			if _, released := c.heldLocally(t.keys.Lock); released != nil {
+				// This process holds the lock: wait for it locally, no round trip.
+				select {
+				case <-released:
+					continue
+				case <-ctx.Done():
+					return nil, t.gaveUp(ctx, -1)
+				case <-c.done:
+					return nil, ErrClosed
+				}
 			}
 		}
 		start := time.Now()
-		a := t.acquireOnce(ctx, ctx)
+		a := t.acquireOnce(ctx, ctx, r)
 		if a.h != nil {
 			return t.start(a.h, ctx, start)
 		}
-		if a.err == nil {
-			failures = 0
-		}
 		if ctx.Err() != nil {
 			return nil, t.gaveUp(ctx, left)
+		}
+		if a.err == nil {
+			failures = 0
 		}
 		var sleep time.Duration
 		switch {
@@ -108,7 +126,7 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 		case !listening:
 			// Listen before waiting, then look again: a release between the attempt and
 			// the subscription would otherwise go unheard.
-			watches = t.watch(ctx, wake)
+			watches = t.watch(ctx, r, wake)
 			listening = true
 			if len(watches) > 0 {
 				continue
@@ -134,6 +152,10 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 				}
 			}
 		}
+		if t.scheme.queued() {
+			// The wait-list entry dies unless refreshed; an attempt refreshes it.
+			sleep = min(sleep, waiterRefresh*time.Millisecond)
+		}
 		timer := time.NewTimer(sleep)
 		select {
 		case <-wake:
@@ -146,6 +168,19 @@ func (t *target) lock(ctx context.Context, try bool) (*Lease, error) {
 			return nil, ErrClosed
 		}
 		timer.Stop()
+	}
+}
+
+// leaveQueue takes a waiter that gave up out of the wait lists on every node, without
+// waiting for the replies, so that it does not hold up the waiters behind it.
+func (t *target) leaveQueue(r *request) {
+	replies := make(chan *batch.Call, len(t.c.nodes))
+	deadline := time.Now().Add(time.Duration(waiterTTL) * time.Millisecond)
+	for i, b := range t.c.batchers {
+		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
+		if t.scheme.leave(t, r, call) {
+			b.Send(call)
+		}
 	}
 }
 
@@ -177,12 +212,12 @@ func drain(ch chan struct{}) {
 }
 
 // tryLock makes one attempt. A lock this process holds is refused without a round trip.
-func (t *target) tryLock(ctx context.Context) (*Lease, error) {
-	if h, _ := t.c.heldLocally(t.keys.Lock); h != nil {
+func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
+	if h, _ := t.c.heldLocally(t.keys.Lock); h != nil && t.scheme.localQueue() {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()
-	a := t.acquireOnce(ctx, ctx)
+	a := t.acquireOnce(ctx, ctx, r)
 	switch {
 	case a.h != nil:
 		return t.start(a.h, ctx, start)
@@ -205,17 +240,14 @@ func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
 // watch subscribes, on every node at once, to the lock's release channel and its keyspace
 // channel, all sending on wake. A node that cannot be subscribed to within the per-node
 // timeout is left out: the waiter still wakes at the holder's expiry.
-func (t *target) watch(ctx context.Context, wake chan struct{}) []*notify.Watch {
+func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
 	c := t.c
 	ctx, cancel := context.WithTimeout(ctx, max(quorum.NodeTimeout(t.cfg.ttl), 100*time.Millisecond))
 	defer cancel()
 	watches := make([]*notify.Watch, len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		channels := []notify.Channel{
-			{Name: t.keys.Channel, Sharded: n.cluster},
-			{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, t.keys.Lock)},
-		}
+		channels := t.scheme.channels(t, r, n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -12,7 +12,11 @@ type Keys struct {
 	Lock    string // the lock itself; for a Mutex a plain string holding the holder's token
 	Fence   string // the fencing counter; never expires
 	Channel string // where releases are published
+	Tag     string // a prefix that hashes to the lock key's slot; see Aux
 }
+
+// Aux names a companion key or channel of the lock: it shares the lock key's slot.
+func (k Keys) Aux(suffix string) string { return k.Tag + ":" + suffix }
 
 // For derives the keys of the lock called name under prefix.
 func For(prefix, name string) (Keys, error) {
@@ -24,12 +28,16 @@ func For(prefix, name string) (Keys, error) {
 	if err != nil {
 		return Keys{}, err
 	}
-	return Keys{Lock: lock, Fence: tag + ":fence", Channel: tag + ":released"}, nil
+	return Keys{Lock: lock, Fence: tag + ":fence", Channel: tag + ":released", Tag: tag}, nil
 }
 
 // SlotTag returns a prefix that hashes to the same Redis Cluster slot as key: the key itself
 // if it has a hash tag, which every extension keeps, else the key wrapped in braces.
 func SlotTag(key string) (string, error) {
+	if key == "" {
+		// "{}" would not be a hash tag: Redis hashes a key with an empty tag whole.
+		return "", fmt.Errorf("dlock: empty lock key has no slot tag")
+	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
 			return key, nil

@@ -11,10 +11,16 @@
 --   > 0  acquired; the value is the fencing token of this acquisition
 --   <= 0 held by someone else; the negated value is the holder's remaining time in
 --        milliseconds, 0 when unknown (the key has no expiry)
--- Errors: WRONGTYPE when the lock key holds something other than a string.
+-- Errors: WRONGTYPE when the lock key holds something other than a string; the INCR error
+--   when the fencing counter is not an integer (the lock key is then left as it was).
 -- A retry of a request whose reply was lost finds its own token and succeeds again.
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	return redis.call('INCR', KEYS[2])
+	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
+	local fence = redis.pcall('INCR', KEYS[2])
+	if type(fence) == 'table' and fence.err then
+		redis.call('DEL', KEYS[1])
+	end
+	return fence
 end
 -- GET fails with WRONGTYPE when the key is not a string. A token that is already ours means
 -- this is a retry of a request whose reply was lost: the acquisition stands.

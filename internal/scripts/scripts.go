@@ -17,12 +17,36 @@ var (
 	mutexExtend string
 	//go:embed fence_raise.lua
 	fenceRaise string
+	//go:embed fair_acquire.lua
+	fairAcquire string
+	//go:embed fair_release.lua
+	fairRelease string
+	//go:embed rw_read_acquire.lua
+	rwReadAcquire string
+	//go:embed rw_write_acquire.lua
+	rwWriteAcquire string
+	//go:embed member_release.lua
+	memberRelease string
+	//go:embed member_extend.lua
+	memberExtend string
+	//go:embed waiter_leave.lua
+	waiterLeave string
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquire string
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
 var (
-	MutexAcquire = redis.NewScript(mutexAcquire)
-	MutexRelease = redis.NewScript(mutexRelease)
-	MutexExtend  = redis.NewScript(mutexExtend)
-	FenceRaise   = redis.NewScript(fenceRaise)
+	MutexAcquire     = redis.NewScript(mutexAcquire)
+	MutexRelease     = redis.NewScript(mutexRelease)
+	MutexExtend      = redis.NewScript(mutexExtend)
+	FenceRaise       = redis.NewScript(fenceRaise)
+	FairAcquire      = redis.NewScript(fairAcquire)
+	FairRelease      = redis.NewScript(fairRelease)
+	RwReadAcquire    = redis.NewScript(rwReadAcquire)
+	RwWriteAcquire   = redis.NewScript(rwWriteAcquire)
+	MemberRelease    = redis.NewScript(memberRelease)
+	MemberExtend     = redis.NewScript(memberExtend)
+	WaiterLeave      = redis.NewScript(waiterLeave)
+	SemaphoreAcquire = redis.NewScript(semaphoreAcquire)
 )

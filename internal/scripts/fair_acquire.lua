@@ -1,0 +1,63 @@
+-- fair_acquire: take a fair mutex in request order, or join its queue and keep the place.
+--
+-- KEYS[1]  lock key: a plain string holding the holder's token
+-- KEYS[2]  fencing counter
+-- KEYS[3]  queue: a list of waiter tokens in arrival order
+-- KEYS[4]  queue deadlines: a sorted set, waiter token -> the Redis time (ms) at which its
+--          entry dies unless refreshed; a waiter that dies or stops refreshing is skipped
+--          once it reaches the head of the queue
+-- ARGV[1]  the caller's token: its place in the queue and, once granted, the lock's value
+-- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  queue entry lifetime in milliseconds (the waiter refreshes it while it waits)
+-- ARGV[4]  '1' for a try: never join the queue
+--
+-- Reply: an integer.
+--   > 0  acquired (or handed over by the previous holder's release, or a retried request);
+--        the value is the fencing token; the lease's TTL is re-armed to ARGV[2]
+--   <= 0 not acquired; the negated value is the holder's remaining time in ms (0: none or
+--        unknown). The caller is in the queue (unless a try) and its entry refreshed.
+-- Time comes from the server (TIME), never from the client.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+
+-- Skip the dead: entries at the head whose deadline passed.
+local head = redis.call('LINDEX', KEYS[3], 0)
+while head do
+	local deadline = redis.call('ZSCORE', KEYS[4], head)
+	if deadline and tonumber(deadline) > now then
+		break
+	end
+	redis.call('LPOP', KEYS[3])
+	redis.call('ZREM', KEYS[4], head)
+	head = redis.call('LINDEX', KEYS[3], 0)
+end
+
+if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	if head then
+		redis.call('LPOP', KEYS[3])
+		redis.call('ZREM', KEYS[4], ARGV[1])
+	end
+	return redis.call('INCR', KEYS[2])
+end
+
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+	left = 0
+end
+if ARGV[4] == '1' then
+	return -left
+end
+if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then
+	redis.call('RPUSH', KEYS[3], ARGV[1])
+end
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
+-- The queue lives as long as its most recently refreshed entry.
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
+return -left

@@ -1,0 +1,49 @@
+-- fair_release: release a fair mutex and hand it straight to the next live waiter, or take a
+-- waiter that gives up out of the queue (passing the lock on if it had just been handed it).
+--
+-- KEYS[1]  lock key
+-- KEYS[2]  fencing counter
+-- KEYS[3]  queue (list of waiter tokens)
+-- KEYS[4]  queue deadlines (sorted set)
+-- ARGV[1]  the caller's token
+-- ARGV[2]  how long, in ms, a waiter that is handed the lock has to confirm it: its own
+--          acquire re-arms the TTL; a dead waiter's hand-over expires after this
+-- ARGV[3]  the prefix of the waiters' channels: the next waiter is told on ARGV[3]..token
+-- ARGV[4]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster
+-- ARGV[5]  'leave' when a waiter gives up, 'release' when the holder unlocks
+--
+-- Reply: 1 released (and handed over if anyone waits) or left; 0 the caller did not hold
+-- the lock (release only).
+-- Hand-over happens inside this script: the next waiter is the only one woken, and the
+-- lock is never free in between, so no one can barge in ahead of the queue.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+if ARGV[5] == 'leave' then
+	redis.call('LREM', KEYS[3], 0, ARGV[1])
+	redis.call('ZREM', KEYS[4], ARGV[1])
+end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	if ARGV[5] == 'leave' then
+		return 1
+	end
+	return 0
+end
+
+local head = redis.call('LPOP', KEYS[3])
+while head do
+	local deadline = redis.call('ZSCORE', KEYS[4], head)
+	redis.call('ZREM', KEYS[4], head)
+	if deadline and tonumber(deadline) > now then
+		break
+	end
+	head = redis.call('LPOP', KEYS[3])
+end
+if head then
+	redis.call('SET', KEYS[1], head, 'PX', ARGV[2])
+	redis.call('INCR', KEYS[2])
+	redis.call(ARGV[4], ARGV[3] .. head, 'granted')
+else
+	redis.call('DEL', KEYS[1])
+end
+return 1

@@ -1,0 +1,23 @@
+-- member_extend: renew a lease kept as a member of a sorted set (a reader, or a holder of
+-- Semaphore permits), only if it has not ended.
+--
+-- KEYS[1]  the sorted set of holders (token -> lease end, Redis time in ms)
+-- KEYS[2]  a hash of token -> permits held, or the same key as KEYS[1] when there is none
+-- ARGV[1]  the holder's token
+-- ARGV[2]  new lease length in milliseconds, from now (Redis time)
+--
+-- Reply: 1 extended; 0 the lease had ended (expired or removed).
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local ends = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not ends or tonumber(ends) <= now then
+	return 0
+end
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+for i = 1, #KEYS do
+	if redis.call('PTTL', KEYS[i]) < ttl then
+		redis.call('PEXPIRE', KEYS[i], ttl)
+	end
+end
+return 1

@@ -1,0 +1,43 @@
+-- rw_read_acquire: take a read lock of an RWMutex.
+--
+-- KEYS[1]  write lock: a plain string holding the writer's token
+-- KEYS[2]  fencing counter
+-- KEYS[3]  readers: a sorted set, reader token -> the Redis time (ms) its lease ends; each
+--          reader is its own lease, so a dead reader's hold ends with its own TTL and no
+--          other reader's
+-- KEYS[4]  waiting writers: a sorted set, writer id -> the Redis time (ms) its wait entry
+--          dies unless refreshed
+-- ARGV[1]  the reader's token
+-- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  a downgrading writer's token ('' for none): a writer may take the read lock
+--          while it holds the write lock
+--
+-- Reply: an integer.
+--   > 0  acquired; the fencing token
+--   <= 0 not acquired: a writer holds the lock (the negated value is its remaining time in
+--        ms) or waits for it (0): new readers wait behind a waiting writer, so that a
+--        stream of readers cannot starve writers
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+
+if redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+	-- A retried request whose reply was lost.
+	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+local writer = redis.call('GET', KEYS[1])
+if not (ARGV[3] ~= '' and writer == ARGV[3]) then
+	if writer then
+		return -math.max(redis.call('PTTL', KEYS[1]), 0)
+	end
+	if redis.call('ZCARD', KEYS[4]) > 0 then
+		return 0
+	end
+end
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[3]) < ttl then
+	redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return redis.call('INCR', KEYS[2])

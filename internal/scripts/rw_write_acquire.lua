@@ -1,0 +1,49 @@
+-- rw_write_acquire: take the write lock of an RWMutex, or register as a waiting writer.
+--
+-- KEYS[1]  write lock: a plain string holding the writer's token
+-- KEYS[2]  fencing counter
+-- KEYS[3]  readers (sorted set: token -> lease end, Redis time in ms)
+-- KEYS[4]  waiting writers (sorted set: writer id -> wait entry deadline, Redis time in ms)
+-- ARGV[1]  the writer's token for this attempt
+-- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  the writer's id while it waits (stable across its attempts)
+-- ARGV[4]  wait entry lifetime in milliseconds (the writer refreshes it while it waits)
+-- ARGV[5]  '1' for a try: do not register as waiting
+--
+-- Reply: an integer.
+--   > 0  acquired; the fencing token
+--   <= 0 not acquired; the negated value is how long, in ms, until the current writer's
+--        lease or the last reader's ends (0: unknown). Unless a try, the writer is now
+--        registered as waiting, which keeps new readers out.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+
+local writer = redis.call('GET', KEYS[1])
+if writer == ARGV[1] then
+	-- A retried request whose reply was lost.
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+if not writer and redis.call('ZCARD', KEYS[3]) == 0 then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	redis.call('ZREM', KEYS[4], ARGV[3])
+	return redis.call('INCR', KEYS[2])
+end
+
+local left = 0
+if writer then
+	left = math.max(redis.call('PTTL', KEYS[1]), 0)
+else
+	local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+	left = math.max(tonumber(last[2]) - now, 0)
+end
+if ARGV[5] ~= '1' then
+	local life = tonumber(ARGV[4])
+	redis.call('ZADD', KEYS[4], now + life, ARGV[3])
+	if redis.call('PTTL', KEYS[4]) < life then
+		redis.call('PEXPIRE', KEYS[4], life)
+	end
+end
+return -left

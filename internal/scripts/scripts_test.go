@@ -1,0 +1,376 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/seed51c676c8/dlock/internal/keyspace"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var ctx = context.Background()
+
+const (
+	tokenA = "0123456789abcdef0123456789abcdef"
+	tokenB = "fedcba9876543210fedcba9876543210"
+)
+
+func keys(t *testing.T, name string) keyspace.Keys {
+	t.Helper()
+	k, err := keyspace.For("dlock:", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func acquire(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
+	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence}, token, ttl.Milliseconds()).Int64()
+}
+
+func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
+	return MutexRelease.Run(ctx, rdb, []string{k.Lock}, token, k.Channel, publish).Int64()
+}
+
+func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds()).Int64()
+}
+
+func raise(rdb redis.Scripter, k keyspace.Keys, to int64) (int64, error) {
+	return FenceRaise.Run(ctx, rdb, []string{k.Fence}, to).Int64()
+}
+
+func must(t *testing.T, got int64, err error, want int64) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("script failed: %v", err)
+	}
+	if got != want {
+		t.Fatalf("script replied %d, want %d", got, want)
+	}
+}
+
+func wantWrongType(t *testing.T, err error) {
+	t.Helper()
+	if err == nil || !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		t.Fatalf("error = %v, want WRONGTYPE", err)
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	t.Parallel()
+	for name, src := range map[string]string{
+		"mutex_acquire": mutexAcquire, "mutex_release": mutexRelease,
+		"mutex_extend": mutexExtend, "fence_raise": fenceRaise,
+	} {
+		if !strings.HasPrefix(src, "-- "+name+": ") {
+			t.Errorf("%s.lua does not start with %q", name, "-- "+name+": ")
+		}
+		for _, want := range []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s.lua header lacks %q", name, want)
+			}
+		}
+	}
+}
+
+func TestMutexAcquire(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+
+	t.Run("free key gets increasing fences", func(t *testing.T) {
+		k := keys(t, "free")
+		for want := int64(1); want <= 3; want++ {
+			got, err := acquire(rdb, k, tokenA, time.Minute)
+			must(t, got, err, want)
+			if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
+				t.Fatalf("lock key holds %q, want the token", v)
+			}
+			if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > time.Minute {
+				t.Fatalf("PTTL = %v, want (0, 1m]", pttl)
+			}
+			if ttl := rdb.PTTL(ctx, k.Fence).Val(); ttl != -1*time.Nanosecond {
+				t.Fatalf("fence PTTL = %v, want no expiry", ttl)
+			}
+			must(t, 1, rdb.Del(ctx, k.Lock).Err(), 1)
+		}
+	})
+
+	t.Run("held key reports the holder's remaining time", func(t *testing.T) {
+		k := keys(t, "held")
+		got, err := acquire(rdb, k, tokenA, 10*time.Second)
+		must(t, got, err, 1)
+		got, err = acquire(rdb, k, tokenB, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= 0 || got < -10_000 {
+			t.Fatalf("acquire on a held key = %d, want -(remaining ms) in [-10000, 0)", got)
+		}
+		if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
+			t.Fatalf("lock key now holds %q, want the first token", v)
+		}
+		if f := rdb.Get(ctx, k.Fence).Val(); f != "1" {
+			t.Fatalf("fence = %q after a refused acquire, want 1", f)
+		}
+	})
+
+	t.Run("key without expiry replies 0", func(t *testing.T) {
+		k := keys(t, "noexpiry")
+		rdb.Set(ctx, k.Lock, "someone-else", 0)
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 0)
+		if rdb.Exists(ctx, k.Fence).Val() != 0 {
+			t.Fatal("a refused acquire created the fence counter")
+		}
+	})
+
+	t.Run("wrong type", func(t *testing.T) {
+		k := keys(t, "wrongtype")
+		rdb.RPush(ctx, k.Lock, "x")
+		_, err := acquire(rdb, k, tokenA, time.Minute)
+		wantWrongType(t, err)
+		if rdb.Type(ctx, k.Lock).Val() != "list" {
+			t.Fatal("the list was changed")
+		}
+	})
+
+	t.Run("broken fence counter leaves no lock behind", func(t *testing.T) {
+		k := keys(t, "brokenfence")
+		rdb.Set(ctx, k.Fence, tokenB, 0) // e.g. another lock's key by the same name
+		_, err := acquire(rdb, k, tokenA, time.Minute)
+		if err == nil || !strings.Contains(err.Error(), "not an integer") {
+			t.Fatalf("error = %v, want INCR's 'not an integer'", err)
+		}
+		if n := rdb.Exists(ctx, k.Lock).Val(); n != 0 {
+			t.Fatal("the failed acquire left the lock key set")
+		}
+		rdb.RPush(ctx, k.Fence+"x", "x")
+		k.Fence += "x"
+		_, err = acquire(rdb, k, tokenA, time.Minute)
+		wantWrongType(t, err)
+		if n := rdb.Exists(ctx, k.Lock).Val(); n != 0 {
+			t.Fatal("the failed acquire left the lock key set")
+		}
+	})
+
+	t.Run("retry with the same token succeeds with the same fence", func(t *testing.T) {
+		k := keys(t, "retry")
+		rdb.Set(ctx, k.Fence, 41, 0)
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 42)
+		got, err = acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 42)
+		if f := rdb.Get(ctx, k.Fence).Val(); f != "42" {
+			t.Fatalf("fence = %q after a retried acquire, want 42", f)
+		}
+	})
+
+	t.Run("expired holder", func(t *testing.T) {
+		k := keys(t, "expired")
+		got, err := acquire(rdb, k, tokenA, 20*time.Millisecond)
+		must(t, got, err, 1)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got, err = acquire(rdb, k, tokenB, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still held (%d) long after the 20ms lease", got)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		must(t, got, nil, 2)
+	})
+}
+
+func TestMutexRelease(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "release")
+	sub := rdb.Subscribe(ctx, k.Channel)
+	defer sub.Close()
+	if _, err := sub.ReceiveTimeout(ctx, 5*time.Second); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+
+	got, err := acquire(rdb, k, tokenA, time.Minute)
+	must(t, got, err, 1)
+
+	got, err = release(rdb, k, tokenB, "PUBLISH")
+	must(t, got, err, 0)
+	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
+		t.Fatalf("a release with the wrong token changed the key to %q", v)
+	}
+
+	got, err = release(rdb, k, tokenA, "PUBLISH")
+	must(t, got, err, 1)
+	if rdb.Exists(ctx, k.Lock).Val() != 0 {
+		t.Fatal("the key is still there after release")
+	}
+	if rdb.Get(ctx, k.Fence).Val() != "1" {
+		t.Fatal("release touched the fence counter")
+	}
+	msg, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := msg.(*redis.Message); !ok || m.Channel != k.Channel || m.Payload != "released" {
+		t.Fatalf("received %#v, want a message %q on %q", msg, "released", k.Channel)
+	}
+
+	// Only one message: the refused release published nothing, and a second release of
+	// the same token neither succeeds nor publishes.
+	got, err = release(rdb, k, tokenA, "PUBLISH")
+	must(t, got, err, 0)
+	if err := rdb.Publish(ctx, k.Channel, "marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err = sub.ReceiveTimeout(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := msg.(*redis.Message); !ok || m.Payload != "marker" {
+		t.Fatalf("received %#v, want only the marker", msg)
+	}
+
+	rdb.RPush(ctx, k.Lock, "x")
+	_, err = release(rdb, k, tokenA, "PUBLISH")
+	wantWrongType(t, err)
+}
+
+func TestMutexExtend(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "extend")
+
+	got, err := extend(rdb, k, tokenA, time.Minute)
+	must(t, got, err, 0) // no key
+	if rdb.Exists(ctx, k.Lock).Val() != 0 {
+		t.Fatal("extend created the key")
+	}
+
+	got, err = acquire(rdb, k, tokenA, 5*time.Second)
+	must(t, got, err, 1)
+
+	got, err = extend(rdb, k, tokenB, time.Hour)
+	must(t, got, err, 0)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl > 5*time.Second {
+		t.Fatalf("a refused extend changed PTTL to %v", pttl)
+	}
+
+	got, err = extend(rdb, k, tokenA, time.Hour)
+	must(t, got, err, 1)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute || pttl > time.Hour {
+		t.Fatalf("PTTL after extend = %v, want about 1h", pttl)
+	}
+	got, err = extend(rdb, k, tokenA, 2*time.Second) // shortening is allowed
+	must(t, got, err, 1)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl > 2*time.Second {
+		t.Fatalf("PTTL after shortening = %v, want <= 2s", pttl)
+	}
+	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
+		t.Fatalf("extend changed the token to %q", v)
+	}
+
+	rdb.Del(ctx, k.Lock)
+	rdb.RPush(ctx, k.Lock, "x")
+	_, err = extend(rdb, k, tokenA, time.Minute)
+	wantWrongType(t, err)
+}
+
+func TestFenceRaise(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "fence")
+
+	for _, step := range []struct{ to, want int64 }{
+		{5, 5},  // from nothing
+		{3, 5},  // never lowers
+		{5, 5},  // equal
+		{7, 7},  // raises
+		{0, 7},  // never lowers
+		{1e15, 1e15},
+	} {
+		got, err := raise(rdb, k, step.to)
+		must(t, got, err, step.want)
+		if v, _ := rdb.Get(ctx, k.Fence).Int64(); v != step.want {
+			t.Fatalf("after raising to %d the counter is %d, want %d", step.to, v, step.want)
+		}
+	}
+	if ttl := rdb.PTTL(ctx, k.Fence).Val(); ttl != -1*time.Nanosecond {
+		t.Fatalf("fence PTTL = %v, want no expiry", ttl)
+	}
+	// The acquire script counts on from the raised value.
+	got, err := acquire(rdb, k, tokenA, time.Minute)
+	must(t, got, err, 1e15+1)
+}
+
+// TestCluster runs every script on a three-master Cluster with keys from keyspace.For: no
+// CROSSSLOT errors, and the release is published with SPUBLISH on the key's shard.
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+
+	masters := map[string]bool{}
+	for i := range 12 {
+		name := fmt.Sprintf("orders:%d", i)
+		if i%3 == 0 {
+			name = fmt.Sprintf("{tenant%d}:orders:%d", i, i)
+		}
+		k := keys(t, name)
+		master, err := rdb.MasterForKey(ctx, k.Lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[master.Options().Addr] = true
+
+		sub := rdb.SSubscribe(ctx, k.Channel)
+		if msg, err := sub.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+			t.Fatalf("%s: SSUBSCRIBE: %v", name, err)
+		} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "ssubscribe" {
+			t.Fatalf("%s: got %#v, want the ssubscribe confirmation", name, msg)
+		}
+
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 1)
+		got, err = acquire(rdb, k, tokenB, time.Minute)
+		if err != nil || got >= 0 {
+			t.Fatalf("%s: second acquire = %d, %v; want negative", name, got, err)
+		}
+		got, err = extend(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 1)
+		got, err = raise(rdb, k, 10)
+		must(t, got, err, 10)
+		got, err = release(rdb, k, tokenA, "SPUBLISH")
+		must(t, got, err, 1)
+
+		msg, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: no sharded message: %v", name, err)
+		}
+		if m, ok := msg.(*redis.Message); !ok || m.Channel != k.Channel || m.Payload != "released" {
+			t.Fatalf("%s: received %#v, want %q on %q", name, msg, "released", k.Channel)
+		}
+		sub.Close()
+
+		got, err = acquire(rdb, k, tokenB, time.Minute)
+		must(t, got, err, 11)
+	}
+	if len(masters) < 2 {
+		t.Fatalf("all keys landed on %d master(s); the test should cover several", len(masters))
+	}
+}

@@ -1,0 +1,86 @@
+-- semaphore_acquire: take n permits of a semaphore in request order, or join its queue.
+--
+-- KEYS[1]  holders: a sorted set, token -> the Redis time (ms) its lease ends; each
+--          acquisition is a lease, so the permits of a holder that dies come back at its TTL
+-- KEYS[2]  fencing counter
+-- KEYS[3]  permits: a hash, token -> permits held
+-- KEYS[4]  queue: a list of waiter ids in arrival order
+-- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies
+-- ARGV[1]  the holder token of this attempt
+-- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  size: the permits that exist
+-- ARGV[4]  n: the permits asked for (1..size)
+-- ARGV[5]  the waiter's id (stable across its attempts)
+-- ARGV[6]  queue entry lifetime in milliseconds
+-- ARGV[7]  '1' for a try: never join the queue
+-- ARGV[8]  the channel that waiters listen on
+-- ARGV[9]  the publish command: PUBLISH or SPUBLISH
+--
+-- Reply: an integer.
+--   > 0  acquired; the fencing token
+--   <= 0 not acquired; the negated value is the time in ms until the first holder's lease
+--        ends (0: unknown). Requests are served in order: a request waits while an earlier
+--        one waits, so a large request is not starved by small ones.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #expired > 0 then
+	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+	redis.call('HDEL', KEYS[3], unpack(expired))
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+	-- A retried request whose reply was lost.
+	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+
+local head = redis.call('LINDEX', KEYS[4], 0)
+while head do
+	local deadline = redis.call('ZSCORE', KEYS[5], head)
+	if deadline and tonumber(deadline) > now then
+		break
+	end
+	redis.call('LPOP', KEYS[4])
+	redis.call('ZREM', KEYS[5], head)
+	head = redis.call('LINDEX', KEYS[4], 0)
+end
+
+local used = 0
+for _, held in ipairs(redis.call('HVALS', KEYS[3])) do
+	used = used + tonumber(held)
+end
+local size, n = tonumber(ARGV[3]), tonumber(ARGV[4])
+if used + n <= size and (not head or head == ARGV[5]) then
+	local ttl = tonumber(ARGV[2])
+	redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+	redis.call('HSET', KEYS[3], ARGV[1], n)
+	for _, key in ipairs({KEYS[1], KEYS[3]}) do
+		if redis.call('PTTL', key) < ttl then
+			redis.call('PEXPIRE', key, ttl)
+		end
+	end
+	if head then
+		redis.call('LPOP', KEYS[4])
+		redis.call('ZREM', KEYS[5], ARGV[5])
+		if used + n < size and redis.call('LLEN', KEYS[4]) > 0 then
+			-- Permits remain: the next in line may fit too.
+			redis.call(ARGV[9], ARGV[8], 'next')
+		end
+	end
+	return redis.call('INCR', KEYS[2])
+end
+
+local left = 0
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] then
+	left = math.max(tonumber(first[2]) - now, 0)
+end
+if ARGV[7] ~= '1' then
+	if not redis.call('ZSCORE', KEYS[5], ARGV[5]) then
+		redis.call('RPUSH', KEYS[4], ARGV[5])
+	end
+	redis.call('ZADD', KEYS[5], now + tonumber(ARGV[6]), ARGV[5])
+	redis.call('PEXPIRE', KEYS[4], ARGV[6])
+	redis.call('PEXPIRE', KEYS[5], ARGV[6])
+end
+return -left
