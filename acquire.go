@@ -101,24 +101,38 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		}
 	}
 	unanswered := n - answered
-	lostVote := held >= need || (failed == 0 && unanswered == 0 && granted < need)
-	// Undo on every node that may have granted: those that said yes, and those whose
-	// answer never came, since their SET may still land. Waiters are woken only when the
-	// attempt reached no verdict; otherwise whoever won the vote wakes them in turn.
-	if (granted > 0 || unanswered > 0 || failed > 0) && !t.scheme.stable() {
-		// A stable token is not undone: its next attempt finds what landed and keeps it,
-		// and a waiter that gives up leaves (which passes on what it was given).
-		t.releaseAbandoned(token, !lostVote)
+	// Nodes that failed, or did not answer before the timeout, can block a verdict.
+	blocked := failed
+	if !decided {
+		blocked += unanswered
 	}
+	undo := granted > 0 || unanswered > 0 || failed > 0
 	switch {
-	case held >= need && granted == 0:
-		return attempt{left: majorityFree(left, need)}
 	case granted >= need:
+		if undo && !t.scheme.stable() {
+			t.releaseAbandoned(token, false)
+		}
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
-	case lostVote:
-		// Contenders split the votes: each got some nodes, none a majority. They all undid
-		// their share silently; each retries after a random delay.
+	case blocked <= n-need && granted == 0:
+		// Held: wait until enough of the held nodes could be free. Nodes that had not
+		// answered when the verdict was clear may still grant: undo there too.
+		if undo && !t.scheme.stable() {
+			t.releaseAbandoned(token, false)
+		}
+		return attempt{left: majorityFree(left, max(need-(n-held-failed), 1))}
+	case blocked <= n-need:
+		// Contenders split the votes: each got some nodes, none enough. Each undoes its
+		// share without waking anyone and retries after a random delay.
+		if !t.scheme.stable() {
+			t.releaseAbandoned(token, false)
+		}
 		return attempt{split: true}
+	}
+	// No verdict: undo (a stable token is not undone: its next attempt finds what landed
+	// and keeps it, and a waiter that gives up leaves, which passes on what it was given),
+	// and wake the waiters, since this attempt may have kept them out.
+	if undo && !t.scheme.stable() {
+		t.releaseAbandoned(token, true)
 	}
 	if !decided {
 		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)

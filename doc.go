@@ -14,6 +14,10 @@
 //	defer lease.Unlock(context.Background())
 //	return buildReport(lease.Context()) // stops when the lease is lost
 //
+// FairMutex grants in request order across processes, RWMutex admits many readers or one
+// writer, and Semaphore hands out at most a fixed number of permits; each acquisition of
+// any of them is a Lease with the same guarantees.
+//
 // # What is guaranteed
 //
 // Exclusivity, in time: while a Lease is held, no other Lease of the same name is held,

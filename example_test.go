@@ -154,3 +154,85 @@ func ExampleClient_Close() {
 	// lease: dlock: lease released
 	// closed client: true
 }
+
+func ExampleFairMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	ctx := context.Background()
+	holder := dlock.New(rdb)
+	defer holder.Close()
+
+	lease, _ := holder.FairMutex("example:fair").Lock(ctx)
+	done := make(chan string, 3)
+	for _, name := range []string{"first", "second", "third"} {
+		waiter := dlock.New(rdb) // separate processes, say
+		defer waiter.Close()
+		go func() {
+			l, err := waiter.FairMutex("example:fair").Lock(ctx)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- name
+			_ = l.Unlock(ctx) // hands the lock straight to the next in line
+		}()
+		time.Sleep(50 * time.Millisecond) // they ask in this order
+	}
+	_ = lease.Unlock(ctx)
+	fmt.Println(<-done, <-done, <-done)
+	// Output:
+	// first second third
+}
+
+func ExampleRWMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+	doc := client.RWMutex("example:doc")
+
+	r1, _ := doc.RLock(ctx)
+	r2, _ := doc.RLock(ctx) // readers share
+	_, err := doc.TryLock(ctx)
+	fmt.Println("writer while two read:", errors.Is(err, dlock.ErrNotAcquired))
+	_ = r1.Unlock(ctx)
+	_ = r2.Unlock(ctx)
+
+	w, _ := doc.Lock(ctx)
+	_, err = doc.Lock(w.Context()) // re-entry
+	fmt.Println("writer re-enters:", err == nil)
+	r, err := doc.RLock(w.Context()) // downgrade: a writer may also read
+	fmt.Println("downgrade:", err == nil)
+	_ = w.Unlock(ctx)
+	_, err = doc.Lock(r.Context()) // upgrade would deadlock two readers: refused
+	fmt.Println("upgrade refused:", err != nil)
+	_ = r.Unlock(ctx)
+	// Output:
+	// writer while two read: true
+	// writer re-enters: true
+	// downgrade: true
+	// upgrade refused: true
+}
+
+func ExampleSemaphore() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	client := dlock.New(rdb)
+	defer client.Close()
+	ctx := context.Background()
+	pool := client.Semaphore("example:connections", 3) // at most 3 permits out at once
+
+	a, _ := pool.Acquire(ctx, 2)
+	b, _ := pool.Acquire(ctx, 1)
+	_, err := pool.TryAcquire(ctx, 1)
+	fmt.Println("a fourth permit:", errors.Is(err, dlock.ErrNotAcquired))
+	_ = a.Unlock(ctx) // gives back both permits
+	c, err := pool.TryAcquire(ctx, 2)
+	fmt.Println("after a's Unlock:", err == nil)
+	_ = b.Unlock(ctx)
+	_ = c.Unlock(ctx)
+	// Output:
+	// a fourth permit: true
+	// after a's Unlock: true
+}

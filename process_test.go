@@ -29,6 +29,7 @@ const (
 	workerQuorum     = "DLOCK_TEST_QUORUM"  // "1" for NewQuorum over the addrs
 	workerGoroutines = "DLOCK_TEST_GOROUTINES"
 	workerRounds     = "DLOCK_TEST_ROUNDS"
+	workerMode       = "DLOCK_TEST_MODE" // "fairwait": wait for a FairMutex until killed
 )
 
 type contention struct {
@@ -85,6 +86,15 @@ func (ct contention) run(t *testing.T, data redis.UniversalClient) {
 // runWorker is the body of a worker process; its exit code is its verdict.
 func runWorker() int {
 	addrs := strings.Split(os.Getenv(workerAddrs), ",")
+	if os.Getenv(workerMode) == "fairwait" {
+		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+		c := dlock.New(rdb)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := c.FairMutex("fair").Lock(ctx) // the test kills this process while it waits
+		fmt.Println(err)
+		return 1
+	}
 	goroutines, _ := strconv.Atoi(os.Getenv(workerGoroutines))
 	rounds, _ := strconv.Atoi(os.Getenv(workerRounds))
 	var data redis.UniversalClient

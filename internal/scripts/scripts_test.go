@@ -3,6 +3,9 @@ package scripts
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,18 +68,46 @@ func wantWrongType(t *testing.T, err error) {
 	}
 }
 
+// sources are the embedded scripts by file name.
+var sources = map[string]string{
+	"mutex_acquire": mutexAcquire, "mutex_release": mutexRelease, "mutex_extend": mutexExtend,
+	"fence_raise": fenceRaise, "fair_acquire": fairAcquire, "fair_release": fairRelease,
+	"rw_read_acquire": rwReadAcquire, "rw_write_acquire": rwWriteAcquire,
+	"member_release": memberRelease, "member_extend": memberExtend,
+	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire,
+}
+
+// TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
+// and reply.
 func TestHeaders(t *testing.T) {
 	t.Parallel()
-	for name, src := range map[string]string{
-		"mutex_acquire": mutexAcquire, "mutex_release": mutexRelease,
-		"mutex_extend": mutexExtend, "fence_raise": fenceRaise,
-	} {
+	files, err := filepath.Glob("*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(sources) {
+		t.Errorf("%d .lua files, %d embedded scripts known to the test", len(files), len(sources))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f, ".lua")
+		src, ok := sources[name]
+		if !ok {
+			t.Errorf("%s is not known to the test (or not embedded)", f)
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != src {
+			t.Errorf("%s differs from the embedded source", f)
+		}
 		if !strings.HasPrefix(src, "-- "+name+": ") {
-			t.Errorf("%s.lua does not start with %q", name, "-- "+name+": ")
+			t.Errorf("%s does not start with %q", f, "-- "+name+": ")
 		}
 		for _, want := range []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"} {
 			if !strings.Contains(src, want) {
-				t.Errorf("%s.lua header lacks %q", name, want)
+				t.Errorf("%s header lacks %q", f, want)
 			}
 		}
 	}
@@ -246,6 +277,20 @@ func TestMutexRelease(t *testing.T) {
 		t.Fatalf("received %#v, want only the marker", msg)
 	}
 
+	// An empty publish command releases without waking anyone.
+	got, err = acquire(rdb, k, tokenA, time.Minute)
+	must(t, got, err, 2)
+	got, err = release(rdb, k, tokenA, "")
+	must(t, got, err, 1)
+	if rdb.Exists(ctx, k.Lock).Val() != 0 {
+		t.Fatal("the key is still there after a silent release")
+	}
+	rdb.Publish(ctx, k.Channel, "marker2")
+	msg, err = sub.ReceiveTimeout(ctx, 5*time.Second)
+	if m, ok := msg.(*redis.Message); err != nil || !ok || m.Payload != "marker2" {
+		t.Fatalf("received %#v, %v; want only the marker: a silent release published", msg, err)
+	}
+
 	rdb.RPush(ctx, k.Lock, "x")
 	_, err = release(rdb, k, tokenA, "PUBLISH")
 	wantWrongType(t, err)
@@ -372,5 +417,227 @@ func TestCluster(t *testing.T) {
 	}
 	if len(masters) < 2 {
 		t.Fatalf("all keys landed on %d master(s); the test should cover several", len(masters))
+	}
+}
+
+// subscriber listens on one channel: PUBLISH or SPUBLISH, as the deployment uses.
+type subscriber func(t *testing.T, channel string) *redis.PubSub
+
+func standaloneSub(rdb *redis.Client) subscriber {
+	return func(t *testing.T, channel string) *redis.PubSub {
+		t.Helper()
+		return confirmed(t, rdb.Subscribe(ctx, channel))
+	}
+}
+
+func clusterSub(rdb *redis.ClusterClient) subscriber {
+	return func(t *testing.T, channel string) *redis.PubSub {
+		t.Helper()
+		return confirmed(t, rdb.SSubscribe(ctx, channel))
+	}
+}
+
+func confirmed(t *testing.T, ps *redis.PubSub) *redis.PubSub {
+	t.Helper()
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+		t.Fatalf("subscription not confirmed: %v", err)
+	}
+	return ps
+}
+
+func receive(t *testing.T, ps *redis.PubSub, channel, payload string) {
+	t.Helper()
+	msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("no message on %s: %v", channel, err)
+	}
+	if m, ok := msg.(*redis.Message); !ok || m.Channel != channel || m.Payload != payload {
+		t.Fatalf("received %#v, want %q on %q", msg, payload, channel)
+	}
+}
+
+const (
+	ttlArg  = "60000"
+	waitArg = "60000"
+)
+
+// exerciseFair runs the fair mutex scripts with the root package's key layout: a holder,
+// a queued waiter that is handed the lock inside the release, and a waiter that leaves.
+func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
+	t.Helper()
+	keys := []string{k.Lock, k.Fence, k.Aux("queue"), k.Aux("queue:deadlines")}
+	granted := k.Aux("granted:")
+	run := func(s *redis.Script, args ...any) (int64, error) { return s.Run(ctx, rdb, keys, args...).Int64() }
+
+	got, err := run(FairAcquire, tokenA, ttlArg, waitArg, "0")
+	must(t, got, err, 1)
+	got, err = run(FairAcquire, tokenA, ttlArg, waitArg, "0") // a retry
+	must(t, got, err, 1)
+	got, err = run(FairAcquire, tokenB, ttlArg, waitArg, "1") // a try does not queue
+	if err != nil || got >= 0 {
+		t.Fatalf("try on a held fair mutex: %d, %v", got, err)
+	}
+	const tokenC = "cccccccccccccccccccccccccccccccc"
+	for _, tok := range []string{tokenB, tokenC, tokenB} { // B queues once, then C
+		if got, err = run(FairAcquire, tok, ttlArg, waitArg, "0"); err != nil || got >= 0 {
+			t.Fatalf("acquire of a held fair mutex: %d, %v", got, err)
+		}
+	}
+	ps := sub(t, granted+tokenB)
+	got, err = run(FairRelease, tokenC, waitArg, granted, publish, "release") // not the holder
+	must(t, got, err, 0)
+	got, err = run(FairRelease, tokenA, waitArg, granted, publish, "release")
+	must(t, got, err, 1)
+	receive(t, ps, granted+tokenB, "granted")
+	got, err = run(FairAcquire, tokenB, ttlArg, waitArg, "0") // B confirms the hand-over
+	must(t, got, err, 2)
+	got, err = run(FairRelease, tokenC, waitArg, granted, publish, "leave") // C gives up
+	must(t, got, err, 1)
+	got, err = run(FairRelease, tokenB, waitArg, granted, publish, "release") // nobody waits
+	must(t, got, err, 1)
+	if n, _ := s(rdb).Exists(ctx, k.Lock).Result(); n != 0 {
+		t.Fatal("the fair mutex is still held with nobody waiting")
+	}
+	got, err = run(FairAcquire, tokenC, ttlArg, waitArg, "0")
+	must(t, got, err, 3)
+}
+
+// exerciseRW runs the RWMutex scripts: readers share, a writer waits for them and keeps new
+// readers out, a writer that leaves lets them in again.
+func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
+	t.Helper()
+	keys := []string{k.Lock, k.Fence, k.Aux("readers"), k.Aux("writers")}
+	readers := []string{k.Aux("readers"), k.Aux("readers")}
+	writers := []string{k.Aux("writers"), k.Aux("writers")}
+	const r1, r2, w1, w2 = "reader1", "reader2", "writer1", "writer2"
+
+	got, err := RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, "").Int64()
+	must(t, got, err, 1)
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, r2, ttlArg, "").Int64()
+	must(t, got, err, 2)
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w1, ttlArg, "writer-id", waitArg, "0").Int64()
+	if err != nil || got >= 0 || got < -60000 {
+		t.Fatalf("write acquire with readers: %d, %v", got, err)
+	}
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
+	must(t, got, err, 0) // a waiting writer keeps new readers out
+	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000").Int64()
+	must(t, got, err, 1)
+	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000").Int64()
+	must(t, got, err, 0)
+
+	ps := sub(t, k.Channel)
+	got, err = WaiterLeave.Run(ctx, rdb, writers, "writer-id", k.Channel, publish).Int64()
+	must(t, got, err, 1)
+	receive(t, ps, k.Channel, "left")
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
+	must(t, got, err, 3)
+	for _, r := range []string{r1, r2, "reader3"} {
+		got, err = MemberRelease.Run(ctx, rdb, readers, r, k.Channel, publish).Int64()
+		must(t, got, err, 1)
+		receive(t, ps, k.Channel, "released")
+	}
+	got, err = MemberRelease.Run(ctx, rdb, readers, r1, k.Channel, publish).Int64()
+	must(t, got, err, 0)
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id", waitArg, "0").Int64()
+	must(t, got, err, 4)
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, w2).Int64() // downgrade
+	must(t, got, err, 5)
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, r2, ttlArg, "").Int64()
+	if err != nil || got >= 0 {
+		t.Fatalf("read acquire under a writer: %d, %v", got, err)
+	}
+}
+
+// exerciseSemaphore runs the Semaphore scripts: permits are counted, requests wait in order,
+// a released holder's permits come back.
+func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
+	t.Helper()
+	holders, permits := k.Lock, k.Aux("permits")
+	keys := []string{holders, k.Fence, permits, k.Aux("queue"), k.Aux("queue:deadlines")}
+	members := []string{holders, permits}
+	acq := func(token string, n int, waiter string, try bool) (int64, error) {
+		return SemaphoreAcquire.Run(ctx, rdb, keys, token, ttlArg, 3, n, waiter, waitArg, map[bool]string{true: "1", false: "0"}[try], k.Channel, publish).Int64()
+	}
+	got, err := acq("h1", 2, "w1", false)
+	must(t, got, err, 1)
+	got, err = acq("h2", 2, "w2", false) // 2 + 2 > 3: waits, first in line
+	if err != nil || got > 0 {
+		t.Fatalf("over-size acquire: %d, %v", got, err)
+	}
+	got, err = acq("h3", 1, "w3", false) // would fit, but w2 is ahead
+	if err != nil || got > 0 {
+		t.Fatalf("acquire behind a waiting request: %d, %v", got, err)
+	}
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000").Int64()
+	must(t, got, err, 1)
+	got, err = MemberRelease.Run(ctx, rdb, members, "h1", k.Channel, publish).Int64()
+	must(t, got, err, 1)
+	ps := sub(t, k.Channel)
+	got, err = acq("h2", 2, "w2", false)
+	must(t, got, err, 2)
+	receive(t, ps, k.Channel, "next") // a permit remains and w3 waits: it is told
+	got, err = acq("h3", 1, "w3", false)
+	must(t, got, err, 3)
+	got, err = acq("h4", 1, "w4", true)
+	if err != nil || got > 0 {
+		t.Fatalf("try on a full semaphore: %d, %v", got, err)
+	}
+	got, err = WaiterLeave.Run(ctx, rdb, []string{k.Aux("queue:deadlines"), k.Aux("queue")}, "w4", k.Channel, publish).Int64()
+	must(t, got, err, 0) // a try never queued
+}
+
+// s returns a client that can run plain commands: the tests pass *redis.Client or
+// *redis.ClusterClient as Scripter.
+func s(rdb redis.Scripter) redis.Cmdable { return rdb.(redis.Cmdable) }
+
+func TestLockKinds(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	sub := standaloneSub(rdb)
+	t.Run("fair", func(t *testing.T) { exerciseFair(t, rdb, sub, "PUBLISH", keys(t, "fair")) })
+	t.Run("rw", func(t *testing.T) { exerciseRW(t, rdb, sub, "PUBLISH", keys(t, "rw")) })
+	t.Run("semaphore", func(t *testing.T) { exerciseSemaphore(t, rdb, sub, "PUBLISH", keys(t, "sem")) })
+}
+
+// TestLockKindsCluster runs the same on a three-master Cluster with SPUBLISH: every key
+// and channel of a lock shares its slot, so no script fails with CROSSSLOT.
+func TestLockKindsCluster(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	sub := clusterSub(rdb)
+	for i, name := range []string{"a", "b", "c", "{tenant}:d"} {
+		t.Run(name, func(t *testing.T) {
+			exerciseFair(t, rdb, sub, "SPUBLISH", keys(t, "fair:"+name))
+			exerciseRW(t, rdb, sub, "SPUBLISH", keys(t, "rw:"+name))
+			exerciseSemaphore(t, rdb, sub, "SPUBLISH", keys(t, fmt.Sprintf("sem:%s:%d", name, i)))
+		})
+	}
+}
+
+// TestSemaphoreManyExpired: the permits of thousands of holders that expired at once all
+// come back (Lua's unpack has a limit of a few thousand values).
+func TestSemaphoreManyExpired(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "big")
+	holders, permits := k.Lock, k.Aux("permits")
+	const size = 10_000
+	pipe := rdb.Pipeline()
+	for i := range size {
+		token := "h" + strconv.Itoa(i)
+		pipe.ZAdd(ctx, holders, redis.Z{Score: 1, Member: token}) // ended long ago
+		pipe.HSet(ctx, permits, token, 1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{holders, k.Fence, permits, k.Aux("queue"), k.Aux("queue:deadlines")}
+	got, err := SemaphoreAcquire.Run(ctx, rdb, keys, "x", ttlArg, size, size, "w", waitArg, "0", k.Channel, "PUBLISH").Int64()
+	must(t, got, err, 1)
+	if n := rdb.HLen(ctx, permits).Val(); n != 1 {
+		t.Fatalf("%d permit entries left, want only the new holder's", n)
 	}
 }

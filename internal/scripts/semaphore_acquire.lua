@@ -27,7 +27,11 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 if #expired > 0 then
 	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-	redis.call('HDEL', KEYS[3], unpack(expired))
+	-- In chunks: unpack fails on a few thousand values ("too many results to unpack"),
+	-- which would leave the permits of expired holders counted for ever.
+	for i = 1, #expired, 1000 do
+		redis.call('HDEL', KEYS[3], unpack(expired, i, math.min(i + 999, #expired)))
+	end
 end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 	-- A retried request whose reply was lost.
