@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
@@ -81,6 +82,39 @@ func (ct contention) run(t *testing.T, data redis.UniversalClient) {
 	if want := ct.processes * ct.goroutines * ct.rounds; got != want {
 		t.Fatalf("counter = %d, want %d: the lock let two holders in", got, want)
 	}
+	checkLinearizable(t, outs)
+}
+
+// Each critical section is a read-modify-write of the counter; the workers report its
+// interval and the value it read. Under a lock that excludes, these operations are
+// linearizable as a fetch-and-increment register; porcupine checks that from the
+// intervals alone, which also catches overlapping holders whose damage happened to cancel.
+func checkLinearizable(t *testing.T, outs [][]byte) {
+	t.Helper()
+	var history []porcupine.Operation
+	for p, out := range outs {
+		for _, line := range strings.Split(string(out), "\n") {
+			var call, ret int64
+			var old int
+			if _, err := fmt.Sscanf(line, "op %d %d %d", &call, &ret, &old); err == nil {
+				history = append(history, porcupine.Operation{ClientId: p, Call: call, Return: ret, Output: old})
+			}
+		}
+	}
+	model := porcupine.Model{
+		Init: func() any { return 0 },
+		Step: func(state, _, output any) (bool, any) {
+			return output.(int) == state.(int), state.(int) + 1
+		},
+	}
+	switch porcupine.CheckOperationsTimeout(model, history, time.Minute) {
+	case porcupine.Ok:
+		t.Logf("%d critical sections are linearizable", len(history))
+	case porcupine.Illegal:
+		t.Fatalf("the %d critical sections are not linearizable: two holders overlapped", len(history))
+	default:
+		t.Logf("linearizability check of %d operations timed out", len(history))
+	}
 }
 
 // runWorker is the body of a worker process; its exit code is its verdict.
@@ -124,6 +158,7 @@ func runWorker() int {
 
 	var wg sync.WaitGroup
 	failures := make(chan string, goroutines)
+	ops := make(chan string, goroutines*rounds)
 	for range goroutines {
 		wg.Add(1)
 		go func() {
@@ -143,6 +178,7 @@ func runWorker() int {
 					if lease.Token() <= last {
 						return fmt.Errorf("fencing token %d after %d", lease.Token(), last)
 					}
+					call := time.Now().UnixNano()
 					n, err := data.Get(ctx, "test:counter").Int()
 					if err != nil && err != redis.Nil {
 						return err
@@ -150,6 +186,7 @@ func runWorker() int {
 					if err := data.Set(ctx, "test:counter", n+1, 0).Err(); err != nil {
 						return err
 					}
+					ops <- fmt.Sprintf("op %d %d %d", call, time.Now().UnixNano(), n)
 					return data.Set(ctx, "test:last-token", lease.Token(), 0).Err()
 				})
 				if err != nil {
@@ -161,6 +198,10 @@ func runWorker() int {
 	}
 	wg.Wait()
 	close(failures)
+	close(ops)
+	for op := range ops {
+		fmt.Println(op)
+	}
 	code := 0
 	for f := range failures {
 		fmt.Println(f)
