@@ -1,0 +1,261 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The help texts are the command's reference. README.md in this directory holds the same
+// text (a test checks it), so that it can be read without building dlock.
+
+// topHelp is 'dlock help'.
+func topHelp() string {
+	var b strings.Builder
+	b.WriteString(`dlock: distributed locks on Redis, from the command line
+
+Usage: dlock COMMAND [flags] [ARGS...]
+
+Commands:
+`)
+	for _, c := range commands {
+		if !c.hidden {
+			fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		}
+	}
+	b.WriteString(`
+Flags may come before or after the arguments; 'dlock COMMAND --help' shows a command's.
+
+Servers (every command):
+  --redis URL   a Redis server: redis://[user:password@]host[:port][/db], or rediss://
+                for TLS. Repeat it for a Redlock quorum of independent servers (3 or 5).
+                Default: $DLOCK_REDIS, else redis://127.0.0.1:6379 (demo and bench: an
+                embedded Redis). Percent-encode special characters in the password.
+  --cluster     the URLs are seed nodes of one Redis Cluster (Redis 7 or later)
+  --prefix P    the key namespace (default "dlock:"); "" for bare keys, shared with
+                Redlock clients in other languages
+  --verbose     log what the library does (lost leases, failed renewals) on stderr
+Passwords never appear in dlock's output, logs or errors: they are masked everywhere.
+
+Exit codes:
+  0      success
+  1      a failure not listed below (a Redis error, the demo's own checks)
+  2      bad usage: unknown command or flag, bad URL or lock name, or a combination
+         that cannot work (--fair on a quorum)
+  69     Redis cannot be used: unreachable, too slow, or it refused the credentials or
+         a command
+  70     run: the lock was lost while the command ran, and the command was stopped
+  75     run: the lock was not acquired in time (someone else holds it); try later
+  126    run: the command cannot be executed
+  127    run: the command was not found
+  128+N  run: the command died from signal N (or dlock did, while waiting for the lock)
+  other  run: the command's own exit code
+
+Environment:
+  DLOCK_REDIS   server URLs, comma-separated, used when no --redis is given (percent-
+                encode a comma in a password as %2C)
+  DLOCK_NAME    set by 'dlock run' for the command: the lock's name
+  DLOCK_TOKEN   set by 'dlock run' for the command: the fencing token, a decimal integer
+                larger than that of every earlier holder of the lock. Give it to the
+                storage you write to, and have it refuse writes that carry a smaller token
+                than it has seen: that makes a holder that was paused past its lease
+                harmless ('dlock demo' shows it).
+`)
+	return b.String()
+}
+
+const serverFlagsHelp = `  --redis URL, --cluster, --prefix P, --verbose
+                 the servers and the key namespace: see 'dlock help'
+`
+
+const runSummary = "run a command while holding a lock: dlock run [flags] NAME -- CMD [ARGS...]"
+
+const runHelp = `Usage: dlock run [flags] NAME -- CMD [ARGS...]
+
+Runs CMD while holding the lock NAME (a dlock Mutex), like flock(1) across machines:
+  - takes the lock, waiting up to --wait (by default it makes one attempt);
+  - runs CMD with DLOCK_NAME (the lock's name) and DLOCK_TOKEN (the fencing token) in
+    its environment;
+  - renews the lease every TTL/3 while CMD runs;
+  - forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to CMD;
+  - when CMD exits, releases the lock and exits with CMD's exit code, or 128+N if CMD
+    died from signal N.
+If the lock is lost while CMD runs (its key expired, was deleted or taken, or renewal
+failed until the lease ran out), dlock says so, sends SIGTERM to CMD, then SIGKILL after
+--grace, and exits 70: CMD's work may have overlapped another holder's.
+If the lock is not acquired within --wait, dlock exits 75 and says how long the holder's
+lease has left.
+
+CMD runs in its own process group, so that forwarded signals, and the SIGTERM and SIGKILL
+of a lost lock, reach CMD and every process it started. A process group that is not in
+the foreground cannot read the terminal, so when stdin is a terminal CMD's stdin is
+/dev/null. For an interactive command use --foreground: CMD then stays in dlock's process
+group and uses the terminal; signals reach CMD itself only (and Ctrl-C reaches it twice:
+from the terminal and through dlock).
+
+If dlock itself is killed with SIGKILL, CMD goes on without the lock, which expires after
+--ttl. Use fencing tokens (DLOCK_TOKEN) where that matters.
+
+Flags:
+  --ttl D        lease length, renewed every TTL/3 (default 30s, at least 10ms); also how
+                 long a crashed holder keeps the others out
+  --wait D       how long to wait for the lock (default 0: one attempt, no waiting);
+                 "forever" waits without limit. Waiting does not poll: dlock wakes when
+                 the holder releases or its lease runs out
+  --grace D      after the lock is lost, the time between SIGTERM and SIGKILL (default
+                 10s; at most half of --ttl)
+  --fair         take the lock in request order across all processes (a FairMutex);
+                 with --wait 0 it is taken only if it is free and no one waits. Needs
+                 one deployment (a server or a Cluster), not a quorum
+  --foreground   keep CMD in dlock's process group, with the terminal (see above)
+` + serverFlagsHelp + `
+Exit codes: CMD's own; 128+N if CMD died from signal N; 70 the lock was lost; 75 not
+acquired in time; 69 Redis cannot be used; 126 CMD cannot be executed; 127 CMD not found;
+2 bad usage.
+
+Examples:
+  dlock run nightly-report -- ./report.sh --full
+  dlock run --wait 5m --ttl 1m deploy -- make deploy
+  DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run cron:cleanup -- ./cleanup
+`
+
+const statusSummary = "show who holds locks: dlock status [flags] NAME..."
+
+const statusColumns = `  KIND     "mutex" for a plain string key (a Mutex, or a FairMutex: their lock keys
+           are alike); for a key of another type, its Redis type (read-write and
+           semaphore locks are not described yet); "-" when the lock is free
+  HOLDER   the holder's token: the lock key's value, 128 random bits, new for every
+           acquisition; "-" when the lock is free
+  FENCE    the fencing counter: the fencing token of the latest acquisition
+  TTL      how long the holder's lease has left; "no expiry" if the key has none
+  WAITERS  client processes subscribed to the lock's release channel (PUBSUB NUMSUB,
+           or PUBSUB SHARDNUMSUB on a Cluster). A process counts once however many of
+           its goroutines wait, and stays subscribed for up to 30s after its last wait
+           ended, so the holder itself may count.
+`
+
+const statusHelp = `Usage: dlock status [flags] NAME...
+
+Shows each lock NAME, free or held:
+` + statusColumns + `On a quorum there is one row per server (NODE).
+
+Flags:
+  --json   print a JSON array, one object per lock (per lock and server on a quorum):
+           name, key, node (quorum only), held, kind and holder (absent when free),
+           fence (0 before the first acquisition), ttl_ms (null when free, -1 without
+           expiry), waiters
+` + serverFlagsHelp + `
+Example:
+  dlock status nightly-report deploy
+`
+
+const listSummary = "list the locks under the prefix: dlock list [flags] [PATTERN]"
+
+const listHelp = `Usage: dlock list [flags] [PATTERN]
+
+Lists the locks whose names match PATTERN (a Redis glob: * ? [abc]; default *), with
+the columns of 'dlock status'. It SCANs the keys under the prefix (on every master of a
+Cluster, on every server of a quorum) and skips dlock's companion keys (the fencing
+counters). A free lock has no key, so only held locks are listed, and keys of other
+programs under the prefix with their Redis type as KIND.
+
+Columns:
+` + statusColumns + `
+Flags:
+  --json   print a JSON array, as 'dlock status --json' does
+` + serverFlagsHelp + `
+Example:
+  dlock list 'cron:*'
+`
+
+const unlockSummary = "remove a stuck lock (operators): dlock unlock --force [flags] NAME..."
+
+const unlockHelp = `Usage: dlock unlock --force [flags] NAME...
+
+For operators: removes a stuck lock. It deletes the lock key, but never the fencing
+counter (tokens must keep growing), publishes on the lock's release channel so that
+waiters wake at once, and says what it removed (the holder's token and the time its
+lease had left) or that nothing was held.
+
+A holder that is still alive learns at its next renewal (within a third of its TTL) that
+its lock is lost, and 'dlock run' then stops its command; until then two holders may run
+at once, and only fencing tokens protect your data. That is why unlock refuses without
+--force. To release a lock you hold, let its holder finish.
+
+Flags:
+  --force  required: the holder is gone, or must be stopped
+  --json   print a JSON array, one object per lock (per lock and server on a quorum):
+           name, key, node (quorum only), removed, kind, holder, ttl_ms
+` + serverFlagsHelp + `
+Example:
+  dlock unlock --force nightly-report
+`
+
+const demoSummary = "the flash sale: why a lock, and why fencing tokens"
+
+const demoHelp = `Usage: dlock demo [flags]
+
+The flash sale. --buyers buyer processes (dlock starts copies of itself) race to buy
+from a stock of --stock items kept in Redis. Each purchase reads the stock, takes the
+payment (1ms), then takes one item. Three rounds:
+  1. without a lock: buyers read the same stock at once and sell items that do not
+     exist; the stock goes below zero;
+  2. with dlock: each purchase holds the lock; exactly the stock is sold;
+  3. with dlock and the fencing token: the store remembers the largest token it has
+     seen and refuses writes with a smaller one. One buyer is frozen (SIGSTOP) while it
+     holds the lock, past its short lease; the others go on; when it wakes (SIGCONT) its
+     write carries a stale token and is refused.
+It prints a table of the three rounds, and a progress line while it runs (when stdout is
+a terminal). It takes a few seconds.
+
+With no --redis (and no DLOCK_REDIS) it runs on an embedded Redis (miniredis) on a
+loopback port, so it needs no set-up. On a real server it uses keys under
+"dlock-demo:" and the lock "demo:flash-sale" under the prefix, and deletes the store's
+keys when done.
+
+Flags:
+  --buyers N   buyer processes (default 8, at least 2)
+  --stock N    items for sale (default 50)
+` + serverFlagsHelp + `
+Exit codes: 0 when rounds 2 and 3 sold exactly the stock (and round 3 refused the stale
+write); 1 when they did not; 69 Redis cannot be used.
+`
+
+const benchSummary = "measure lock throughput and wait times"
+
+const benchHelp = `Usage: dlock bench [flags]
+
+Measures, for --duration each:
+  (a) uncontended Lock+Unlock per second: every goroutine locks its own name;
+  (b) hand-offs per second on one hot lock that all goroutines want, each holding it for
+      --hold: the wait before each acquisition (p50, p99, max, and a histogram with
+      log-scale buckets), and the lock's utilisation: the sum of the hold times (from
+      Lock returning to Unlock returning) over the wall time.
+The goroutines run in --processes worker processes (dlock starts copies of itself), which
+report their samples to this one as JSON.
+
+With no --redis (and no DLOCK_REDIS) it runs on an embedded Redis (miniredis): that tests
+the set-up, but its numbers say nothing about a real server.
+
+Flags:
+  --goroutines N   goroutines in all (default 8), spread over the processes
+  --processes P    worker processes (default 2, at most --goroutines)
+  --hold D         the critical section of (b) (default 1ms)
+  --duration D     how long each measurement runs (default 5s, at least 50ms)
+  --kind K         mutex (default), or fair (FairMutex: strict order, no local queue;
+                   one deployment only)
+  --json           print the results as one JSON object: servers, kind, goroutines,
+                   processes, hold_ms, duration_ms, embedded, uncontended {ops,
+                   ops_per_sec}, contended {handoffs, handoffs_per_sec, wait_p50_ms,
+                   wait_p99_ms, wait_max_ms, utilisation, histogram [{le_ms, count}]}
+` + serverFlagsHelp + `
+Example:
+  dlock bench --redis redis://10.0.0.5:6379 --goroutines 32 --processes 4
+`
+
+const helpSummary = "this reference; 'dlock help COMMAND' for one command"
+
+const helpHelp = `Usage: dlock help [COMMAND]
+
+Prints the reference (commands, servers, exit codes, environment), or the help of one
+command, which 'dlock COMMAND --help' prints too.
+`

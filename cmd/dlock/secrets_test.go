@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// TestSecretsNeverPrinted runs every command against a password-protected server, with the
+// password in the URL (on the command line and in DLOCK_REDIS), and checks that the
+// password appears in no output, in any spelling; and that wrong credentials are reported
+// as such, without the password either.
+func TestSecretsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const password = "Sup3r/S3cret@pw%x"
+	const wrong = "Wr0ng/Pa55@word"
+	srv := redistest.Start(t, redistest.WithPassword(password))
+	withPw := func(user, pw string) string {
+		return (&url.URL{Scheme: "redis", User: url.UserPassword(user, pw), Host: srv.Addr}).String()
+	}
+	good, goodUser, bad := withPw("", password), withPw("default", password), withPw("", wrong)
+	noPw := "redis://" + srv.Addr
+	rawBad := "redis://u:" + password + "@" + srv.Addr + ":notaport" // unencoded, malformed
+	rdb := srv.Client(t)
+	rdb.Set(context.Background(), "dlock:held", "tok", time.Minute)
+
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"run", nil, []string{"run", "--verbose", "--redis", good, "job", "--", "true"}, 0, ""},
+		{"run with a user", nil, []string{"run", "--redis", goodUser, "job", "--", "true"}, 0, ""},
+		{"run from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"run", "--verbose", "job", "--", "true"}, 0, ""},
+		{"run held", nil, []string{"run", "--redis", good, "held", "--", "true"}, exitNotAcquired, "held by another process"},
+		{"status", nil, []string{"status", "--verbose", "--redis", good, "held", "job"}, 0, "tok"},
+		{"list", nil, []string{"list", "--redis=" + good, "--json"}, 0, "held"},
+		{"unlock", nil, []string{"unlock", "--force", "--redis", good, "nothing"}, 0, "not held"},
+		{"demo", nil, []string{"demo", "--redis", good, "--buyers", "2", "--stock", "3"}, 0, "stale writes refused"},
+		{"bench", nil, []string{"bench", "--redis", good, "--duration", "100ms", "--goroutines", "2", "--processes", "1"}, 0, "hand-offs"},
+		{"wrong password", nil, []string{"run", "--redis", bad, "job", "--", "true"}, exitUnavailable, "refused the credentials"},
+		{"wrong password, status", []string{"DLOCK_REDIS=" + bad}, []string{"status", "--verbose", "job"}, exitUnavailable, "refused the credentials"},
+		{"no password", nil, []string{"status", "--redis", noPw, "job"}, exitUnavailable, "refused the credentials"},
+		{"malformed URL", nil, []string{"run", "--redis", rawBad, "job", "--", "true"}, exitUsage, "bad server URL"},
+		{"malformed URL in DLOCK_REDIS", []string{"DLOCK_REDIS=" + rawBad}, []string{"list"}, exitUsage, "bad server URL"},
+		{"URL as a lock name", nil, []string{"status", "--redis", good, good}, 0, "NAME"},
+		{"bad flag", nil, []string{"run", "--redis", good, "--nope", good}, exitUsage, "not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runBin(t, tt.env, tt.args...)
+			expect(t, r, tt.code, tt.want)
+			for _, pw := range []string{password, wrong} {
+				for _, spelling := range []string{pw, url.PathEscape(pw), url.QueryEscape(pw), url.UserPassword("", pw).String()[1:]} {
+					if strings.Contains(r.stdout+r.stderr, spelling) {
+						t.Fatalf("the password appears as %q in the output: %v", spelling, r)
+					}
+				}
+			}
+		})
+	}
+}
