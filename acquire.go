@@ -75,17 +75,15 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(call *batch.Call) bool {
+			answeredBy[call.Node] = true
 			switch {
 			case call.Err != nil:
-				answeredBy[call.Node] = true
 				failed++
 				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
 			case call.Val > 0:
-				answeredBy[call.Node] = true
 				granted++
 				fences[call.Node] = call.Val
 			default:
-				answeredBy[call.Node] = true
 				held++
 				left = append(left, -call.Val)
 			}
@@ -99,6 +97,8 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		if n == 1 || t.settleFence(ctx, fences, fence) {
 			return attempt{h: t.newHold(token, uint64(fence), start, deadline, lockCtx)}
 		}
+		t.releaseAbandoned(token, true)
+		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
 	}
 	unanswered := n - answered
 	// Nodes that failed, or did not answer before the timeout, can block a verdict.

@@ -85,6 +85,7 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	}()
 	listening := false
 	failures := 0 // consecutive attempts that reached no verdict
+	var lastErr error
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
@@ -106,8 +107,9 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 		if a.h != nil {
 			return t.start(a.h, ctx, start)
 		}
+		lastErr = a.err
 		if ctx.Err() != nil {
-			return nil, t.gaveUp(ctx, left)
+			return nil, t.gaveUpAfter(ctx, left, lastErr)
 		}
 		if a.err == nil {
 			failures = 0
@@ -162,7 +164,7 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, t.gaveUp(ctx, left)
+			return nil, t.gaveUpAfter(ctx, left, lastErr)
 		case <-c.done:
 			timer.Stop()
 			return nil, ErrClosed
@@ -221,12 +223,22 @@ func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
 	switch {
 	case a.h != nil:
 		return t.start(a.h, ctx, start)
+	case a.err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("%w (%w)", a.err, ctx.Err())
 	case a.err != nil:
 		return nil, a.err
 	case a.left >= 0:
 		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, ErrNotAcquired, a.left)
 	}
 	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
+}
+
+// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
+func (t *target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
+	if lastErr == nil {
+		return t.gaveUp(ctx, left)
+	}
+	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
 }
 
 // gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
