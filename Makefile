@@ -1,26 +1,46 @@
-# GNU make. `make` / `make test`: install redis-server if missing, vet, test.
+# GNU make. `make` / `make test`: install what the tests need if it is missing
+# (redis-server; the PostgreSQL server for examples/), vet, test.
+#
+# go.work makes the root module and examples/ (a module of its own, so that its database
+# drivers stay out of the core's go.mod) one workspace. In a workspace, ./... still stops
+# at the examples/ module, so both patterns are named.
 GO ?= go
+PKGS = ./... ./examples/...
 
-.PHONY: test vet redis
+.PHONY: test vet deps
 
-test: redis vet
-	$(GO) test -race -timeout 20m ./...
+test: deps vet
+	$(GO) test -race -timeout 20m $(PKGS)
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(PKGS)
 
-# Install redis-server if it is not on PATH (and REDIS_SERVER does not name one).
-redis:
-	@if command -v redis-server >/dev/null 2>&1 || { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
+# Where Debian keeps the PostgreSQL server binaries (off PATH).
+PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb
+
+# Install what is missing: redis-server, unless it is on PATH or REDIS_SERVER names one;
+# the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory, initdb is on
+# PATH or it is under /usr/lib/postgresql.
+deps:
+	@apt=""; brew=""; \
+	if ! command -v redis-server >/dev/null 2>&1 && ! { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
+		apt="redis-server"; brew="redis"; \
+	fi; \
+	if ! { [ -n "$$PG_BIN" ] && [ -x "$$PG_BIN/initdb" ]; } && ! command -v initdb >/dev/null 2>&1 && \
+		! ls $(PG_GLOB) >/dev/null 2>&1; then \
+		apt="$$apt postgresql"; brew="$$brew postgresql"; \
+	fi; \
+	if [ -z "$$apt" ]; then \
 		:; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing redis-server with apt-get"; \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
+		echo "installing $$apt with apt-get"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$apt; \
 	elif [ "$$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1; then \
-		echo "installing redis with brew"; \
-		brew install redis; \
+		echo "installing $$brew with brew"; \
+		brew install $$brew; \
 	else \
-		echo "redis-server not found. Install it: 'apt-get install -y redis-server' (Debian/Ubuntu, as root)" >&2; \
-		echo "or 'brew install redis' (macOS), or set REDIS_SERVER=/path/to/redis-server." >&2; \
+		echo "missing: $$apt. Install: 'apt-get install -y $$apt' (Debian/Ubuntu, as root)" >&2; \
+		echo "or 'brew install $$brew' (macOS); or set REDIS_SERVER=/path/to/redis-server," >&2; \
+		echo "PG_BIN=/directory/of/initdb-and-postgres." >&2; \
 		exit 1; \
 	fi

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package testsrv
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}
