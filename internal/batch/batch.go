@@ -46,6 +46,10 @@ type Batcher struct {
 	stopOnce sync.Once
 	stopped  chan struct{}
 	wg       sync.WaitGroup
+
+	// sending is read-locked by Send while it may still queue a call, and locked by Stop
+	// before it drains the queue, so that no call is queued after the drain.
+	sending sync.RWMutex
 }
 
 // New starts a batcher with the given number of pipelines in flight at once.
@@ -62,9 +66,19 @@ func New(rdb redis.UniversalClient, inFlight int) *Batcher {
 	return b
 }
 
-// Send queues c. It blocks only while the queue is full, and returns false (having sent
-// nothing) if the batcher is stopped.
-func (b *Batcher) Send(c *Call) bool {
+// Send queues c. It blocks only while the queue is full (a hung node under load), and not
+// past c.Deadline: a call that could not be queued by then is answered with the expiry
+// error, as if it had expired in the queue. It returns false (having sent nothing) if the
+// batcher is stopped.
+func (b *Batcher) Send(c *Call) bool { return b.send(c, true) }
+
+// TrySend is Send without the wait: it returns false, having done nothing, if the queue is
+// full or the batcher is stopped.
+func (b *Batcher) TrySend(c *Call) bool { return b.send(c, false) }
+
+func (b *Batcher) send(c *Call, wait bool) bool {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
 	select {
 	case <-b.stopped:
 		return false
@@ -73,8 +87,26 @@ func (b *Batcher) Send(c *Call) bool {
 	select {
 	case b.calls <- c:
 		return true
+	default:
+		if !wait {
+			return false
+		}
+	}
+	var expired <-chan time.Time
+	if !c.Deadline.IsZero() {
+		timer := time.NewTimer(time.Until(c.Deadline))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case b.calls <- c:
+		return true
 	case <-b.stopped:
 		return false
+	case <-expired:
+		c.Err = errExpired
+		c.Done <- c
+		return true
 	}
 }
 
@@ -83,6 +115,10 @@ func (b *Batcher) Send(c *Call) bool {
 func (b *Batcher) Stop() {
 	b.stopOnce.Do(func() { close(b.stopped) })
 	b.wg.Wait()
+	// A Send that saw the batcher running may still be about to queue its call: wait for
+	// it (with stopped closed it does not block), so that the drain below is the last word.
+	b.sending.Lock()
+	defer b.sending.Unlock()
 	for {
 		select {
 		case c := <-b.calls:
@@ -98,6 +134,12 @@ func (b *Batcher) work() {
 	defer b.wg.Done()
 	batch := make([]*Call, 0, maxBatch)
 	for {
+		// Stop takes precedence over queued calls: those are Stop's to fail.
+		select {
+		case <-b.stopped:
+			return
+		default:
+		}
 		select {
 		case c := <-b.calls:
 			batch = append(batch[:0], c)
@@ -144,10 +186,28 @@ func (b *Batcher) exec(batch []*Call) {
 	Pipeline(ctx, b.rdb, live)
 }
 
-// Pipeline runs calls in one pipeline on rdb and sends each on its Done channel. A call
-// that finds the server's script cache empty (restart, SCRIPT FLUSH) is run again on its
-// own, which loads the script.
+// Pipeline runs calls in one pipeline on rdb and sends each on its Done channel. Calls that
+// find the server's script cache empty (restart, SCRIPT FLUSH) were not run; their scripts
+// are loaded once each and the calls sent again in one more pipeline, so that a restart
+// costs two extra round trips, not one per call.
 func Pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
+	missing := evalSha(ctx, rdb, calls, false)
+	if len(missing) == 0 {
+		return
+	}
+	loaded := make(map[*redis.Script]bool)
+	for _, c := range missing {
+		if !loaded[c.Script] {
+			loaded[c.Script] = true
+			_ = c.Script.Load(ctx, rdb).Err() // on failure the calls fail below
+		}
+	}
+	evalSha(ctx, rdb, missing, true)
+}
+
+// evalSha runs calls in one pipeline and answers them, except those that failed with
+// NOSCRIPT, which it returns unanswered unless last is set (then they are run one by one).
+func evalSha(ctx context.Context, rdb redis.UniversalClient, calls []*Call, last bool) (missing []*Call) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
@@ -157,10 +217,16 @@ func Pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
 	for i, c := range calls {
 		c.Val, c.Err = cmds[i].Int64()
 		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+			if !last {
+				missing = append(missing, c)
+				continue
+			}
+			// Flushed again, or the load failed: EVAL sends the source itself.
 			c.Val, c.Err = c.Script.Run(ctx, rdb, c.Keys, c.Args...).Int64()
 		}
 		c.Done <- c
 	}
+	return missing
 }
 
 // IsExpired reports whether err means the call was dropped before it was sent.

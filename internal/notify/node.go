@@ -16,16 +16,26 @@ import (
 type nodeConn struct {
 	ps     *redis.PubSub
 	logger *slog.Logger
+	linger time.Duration
 	done   chan struct{} // closed by close
 
 	mu       sync.Mutex
 	channels map[string]*channelState // guarded by mu
 	started  bool                     // guarded by mu: the reader goroutine runs
+	closed   bool                     // guarded by mu: close has begun
 	wg       sync.WaitGroup
+
+	// ops orders the (UN)SUBSCRIBE commands as the decisions to send them were taken: it
+	// is locked while mu is still held and unlocked once the command is written. Without
+	// it, an UNSUBSCRIBE of a lingering channel could reach the server after the SUBSCRIBE
+	// of a new watch of the same channel, which would then believe it is subscribed.
+	// Lock order: mu, then ops; never mu while holding ops.
+	ops sync.Mutex
 }
 
 // channelState is one subscribed channel. ready is closed when the server confirms the
-// subscription; after a reconnect the confirmation comes again and wakes every waiter.
+// subscription, which wakes nobody (the waiters are all still in Watch); after a reconnect
+// the confirmation comes again and wakes every waiter, who may have missed a message.
 type channelState struct {
 	sharded   bool
 	ready     chan struct{}
@@ -34,10 +44,11 @@ type channelState struct {
 	idle      *time.Timer // unsubscribes after linger once waiters is empty
 }
 
-func newNodeConn(sub pubsubber, logger *slog.Logger) *nodeConn {
+func newNodeConn(sub pubsubber, logger *slog.Logger, linger time.Duration) *nodeConn {
 	return &nodeConn{
 		ps:       sub.Subscribe(context.Background()),
 		logger:   logger,
+		linger:   linger,
 		done:     make(chan struct{}),
 		channels: make(map[string]*channelState),
 	}
@@ -49,6 +60,10 @@ func (n *nodeConn) add(ctx context.Context, w *Watch) ([]chan struct{}, error) {
 	var plain, sharded []string
 	ready := make([]chan struct{}, 0, len(w.channels))
 	n.mu.Lock()
+	if n.closed { // the hub closed after it handed out this node
+		n.mu.Unlock()
+		return nil, ErrClosed
+	}
 	for _, ch := range w.channels {
 		st := n.channels[ch.Name]
 		if st == nil {
@@ -74,14 +89,24 @@ func (n *nodeConn) add(ctx context.Context, w *Watch) ([]chan struct{}, error) {
 		n.wg.Add(1)
 		go n.read()
 	}
+	subscribe := len(plain)+len(sharded) > 0
+	if subscribe {
+		n.ops.Lock()
+	}
 	n.mu.Unlock()
 
 	var err error
-	if len(plain) > 0 {
-		err = n.ps.Subscribe(ctx, plain...)
-	}
-	if err == nil && len(sharded) > 0 {
-		err = n.ps.SSubscribe(ctx, sharded...)
+	if subscribe {
+		if len(plain) > 0 {
+			err = n.ps.Subscribe(ctx, plain...)
+		}
+		// One SSUBSCRIBE per channel: the channels of one command must share a slot.
+		for _, name := range sharded {
+			if err == nil {
+				err = n.ps.SSubscribe(ctx, name)
+			}
+		}
+		n.ops.Unlock()
 	}
 	if err != nil {
 		w.Close()
@@ -111,9 +136,9 @@ func (n *nodeConn) remove(w *Watch) {
 			continue
 		}
 		delete(st.waiters, w)
-		if len(st.waiters) == 0 && st.idle == nil {
+		if len(st.waiters) == 0 && st.idle == nil && !n.closed {
 			name := ch.Name
-			st.idle = time.AfterFunc(linger, func() { n.unsubscribeIdle(name) })
+			st.idle = time.AfterFunc(n.linger, func() { n.unsubscribeIdle(name) })
 		}
 	}
 }
@@ -126,7 +151,9 @@ func (n *nodeConn) unsubscribeIdle(name string) {
 		return
 	}
 	delete(n.channels, name)
+	n.ops.Lock()
 	n.mu.Unlock()
+	defer n.ops.Unlock()
 	select {
 	case <-n.done:
 		return
@@ -158,6 +185,12 @@ func (n *nodeConn) read() {
 				_ = n.ps.Ping(ctx) // a dead connection then fails the next Receive
 				continue
 			}
+			if redis.HasErrorPrefix(err, "CROSSSLOT") {
+				// go-redis subscribes again after a reconnect with one SSUBSCRIBE for all
+				// sharded channels, which the server refuses unless they share a slot.
+				n.resubscribeSharded()
+				continue
+			}
 			n.logger.Debug("dlock: pub/sub connection failed; reconnecting", "err", err)
 			n.wakeAll()
 			select {
@@ -180,8 +213,30 @@ func (n *nodeConn) read() {
 	}
 }
 
+// resubscribeSharded subscribes again, one by one, to every sharded channel.
+func (n *nodeConn) resubscribeSharded() {
+	n.mu.Lock()
+	var names []string
+	for name, st := range n.channels {
+		if st.sharded {
+			names = append(names, name)
+		}
+	}
+	n.ops.Lock()
+	n.mu.Unlock()
+	defer n.ops.Unlock()
+	for _, name := range names {
+		if err := n.ps.SSubscribe(context.Background(), name); err != nil {
+			n.logger.Debug("dlock: sharded resubscription failed", "channel", name, "err", err)
+			return // the connection failed: the reader reconnects and comes back here
+		}
+	}
+}
+
 // wakeChannel wakes the waiters of one channel; confirm also marks the subscription as
-// confirmed (a confirmation after a reconnect wakes waiters that may have missed a message).
+// confirmed. The first confirmation wakes nobody: its waiters are still in Watch, and
+// waking them would leave a false wake-up in a channel they may share with other watches.
+// A confirmation after a reconnect wakes the waiters, who may have missed a message.
 func (n *nodeConn) wakeChannel(name string, confirm bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -192,6 +247,7 @@ func (n *nodeConn) wakeChannel(name string, confirm bool) {
 	if confirm && !st.confirmed {
 		st.confirmed = true
 		close(st.ready)
+		return
 	}
 	for w := range st.waiters {
 		w.wake()
@@ -210,6 +266,7 @@ func (n *nodeConn) wakeAll() {
 
 func (n *nodeConn) close() {
 	n.mu.Lock()
+	n.closed = true
 	for _, st := range n.channels {
 		if st.idle != nil {
 			st.idle.Stop()

@@ -35,6 +35,7 @@ var ErrClosed = errors.New("dlock: notifications closed")
 type Hub struct {
 	rdb    redis.UniversalClient
 	logger *slog.Logger
+	linger time.Duration // linger, except in tests; set before the first Watch
 
 	mu     sync.Mutex
 	nodes  map[string]*nodeConn // by node address; guarded by mu
@@ -43,14 +44,16 @@ type Hub struct {
 
 // NewHub returns a hub for one deployment. It connects lazily, on the first Watch.
 func NewHub(rdb redis.UniversalClient, logger *slog.Logger) *Hub {
-	return &Hub{rdb: rdb, logger: logger, nodes: make(map[string]*nodeConn)}
+	return &Hub{rdb: rdb, logger: logger, linger: linger, nodes: make(map[string]*nodeConn)}
 }
 
 // Watch subscribes to channels on the node that owns routeKey and returns once the server
 // has confirmed every subscription, so that no message published after Watch returns is
 // missed. A message on any of the channels then sends a value on wake without blocking:
 // give it a capacity of one, and share it between watches to wait on several nodes at
-// once. ctx bounds the wait. The caller must Close the watch.
+// once (a new watch neither sends on wake nor takes a wake-up from it; after a reconnect
+// the waiters are woken once, as they may have missed a message). ctx bounds the wait.
+// The caller must Close the watch.
 func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wake chan struct{}) (*Watch, error) {
 	node, err := h.node(ctx, routeKey)
 	if err != nil {
@@ -72,11 +75,6 @@ func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wa
 			return nil, ErrClosed
 		}
 	}
-	// The confirmation itself woke w; that is not a release.
-	select {
-	case <-w.c:
-	default:
-	}
 	return w, nil
 }
 
@@ -97,7 +95,7 @@ func (h *Hub) node(ctx context.Context, routeKey string) (*nodeConn, error) {
 	}
 	n := h.nodes[addr]
 	if n == nil {
-		n = newNodeConn(sub, h.logger)
+		n = newNodeConn(sub, h.logger, h.linger)
 		h.nodes[addr] = n
 	}
 	return n, nil

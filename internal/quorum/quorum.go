@@ -49,14 +49,27 @@ func FanoutTo(ctx context.Context, nodes []*batch.Batcher, only []int, timeout t
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	replies := make(chan *batch.Call, len(nodes))
+	n := len(nodes)
+	if only != nil {
+		n = len(only)
+	}
+	// Room for every reply: the batcher never blocks on Done, also for the replies that
+	// arrive after Fanout has returned.
+	replies := make(chan *batch.Call, n)
 	sent := 0
 	send := func(i int) {
 		c := &batch.Call{Node: i, Deadline: deadline, Done: replies}
 		prepare(c)
-		if !nodes[i].Send(c) {
-			c.Err = batch.ErrStopped
-			replies <- c
+		if !nodes[i].TrySend(c) {
+			// The node's queue is full (a hung node under load) or it is stopped: wait for
+			// room on a goroutine of its own, so that the other nodes are not held up.
+			// Send gives up at the deadline.
+			go func() {
+				if !nodes[i].Send(c) {
+					c.Err = batch.ErrStopped
+					replies <- c
+				}
+			}()
 		}
 		sent++
 	}

@@ -60,7 +60,11 @@ func (s *Scheduler) Add(e *Entry, renewAt time.Time, slack time.Duration, deadli
 	}
 	e.renewAt, e.slack, e.deadline, e.inFlight = renewAt, slack, deadline, false
 	s.maxSlack = max(s.maxSlack, slack)
-	heap.Push(&s.entries, e)
+	if s.scheduled(e) {
+		heap.Fix(&s.entries, e.index) // added again: reschedule, never schedule twice
+	} else {
+		heap.Push(&s.entries, e)
+	}
 	if !s.started {
 		s.started = true
 		s.wg.Add(1)
@@ -74,9 +78,15 @@ func (s *Scheduler) Add(e *Entry, renewAt time.Time, slack time.Duration, deadli
 func (s *Scheduler) Remove(e *Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.index >= 0 && e.index < len(s.entries) && s.entries[e.index] == e {
+	if s.scheduled(e) {
 		heap.Remove(&s.entries, e.index)
 	}
+}
+
+// scheduled reports whether e is in the heap. The index alone does not say: a zero Entry
+// has index 0, and Stop drops the heap without resetting the indexes.
+func (s *Scheduler) scheduled(e *Entry) bool {
+	return e.index >= 0 && e.index < len(s.entries) && s.entries[e.index] == e
 }
 
 // Renewed records a successful renewal (or Extend): the new deadline and the next renewal.
@@ -93,7 +103,7 @@ func (s *Scheduler) update(e *Entry, change func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	change()
-	if e.index >= 0 && e.index < len(s.entries) && s.entries[e.index] == e {
+	if s.scheduled(e) {
 		heap.Fix(&s.entries, e.index)
 		s.poke()
 	}

@@ -342,11 +342,11 @@ func TestFenceRaise(t *testing.T) {
 	k := keys(t, "fence")
 
 	for _, step := range []struct{ to, want int64 }{
-		{5, 5},  // from nothing
-		{3, 5},  // never lowers
-		{5, 5},  // equal
-		{7, 7},  // raises
-		{0, 7},  // never lowers
+		{5, 5}, // from nothing
+		{3, 5}, // never lowers
+		{5, 5}, // equal
+		{7, 7}, // raises
+		{0, 7}, // never lowers
 		{1e15, 1e15},
 	} {
 		got, err := raise(rdb, k, step.to)

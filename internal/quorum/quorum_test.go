@@ -1,0 +1,421 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var ctx = context.Background()
+
+func TestMajority(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4, 9: 5} {
+		if got := Majority(n); got != want {
+			t.Errorf("Majority(%d) = %d, want %d", n, got, want)
+		}
+		// Any two majorities overlap, and a majority survives the loss of the rest.
+		if 2*Majority(n) <= n {
+			t.Errorf("two majorities of %d need not overlap", n)
+		}
+	}
+}
+
+func TestDrift(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ttl    time.Duration
+		factor float64
+		want   time.Duration
+	}{
+		{30 * time.Second, 0.01, 302 * time.Millisecond},
+		{10 * time.Second, 0.01, 102 * time.Millisecond},
+		{time.Second, 0.01, 12 * time.Millisecond},
+		{10 * time.Millisecond, 0.01, 2*time.Millisecond + 100*time.Microsecond},
+		{30 * time.Second, 0, 2 * time.Millisecond},
+		{time.Minute, 0.05, 3*time.Second + 2*time.Millisecond},
+	} {
+		if got := Drift(tt.ttl, tt.factor); got != tt.want {
+			t.Errorf("Drift(%v, %v) = %v, want %v", tt.ttl, tt.factor, got, tt.want)
+		}
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	for _, tt := range []struct {
+		ttl    time.Duration
+		factor float64
+		want   time.Duration // after start
+	}{
+		{30 * time.Second, 0.01, 30*time.Second - 302*time.Millisecond},
+		{time.Second, 0.01, time.Second - 12*time.Millisecond},
+		{10 * time.Millisecond, 0.01, 10*time.Millisecond - 2100*time.Microsecond},
+		{30 * time.Second, 0, 30*time.Second - 2*time.Millisecond},
+	} {
+		got := Deadline(start, tt.ttl, tt.factor)
+		if d := got.Sub(start); d != tt.want {
+			t.Errorf("Deadline(start, %v, %v) = start+%v, want start+%v", tt.ttl, tt.factor, d, tt.want)
+		}
+		if !got.After(start) || got.After(start.Add(tt.ttl)) {
+			t.Errorf("Deadline(start, %v, %v) not within (start, start+ttl]", tt.ttl, tt.factor)
+		}
+	}
+	// The monotonic reading survives, so that wall-clock jumps do not move the deadline.
+	if got := Deadline(start, time.Second, 0.01); got.String() == got.Round(0).String() {
+		t.Error("Deadline dropped the monotonic clock reading")
+	}
+}
+
+func TestNodeTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ ttl, want time.Duration }{
+		{10 * time.Millisecond, 5 * time.Millisecond}, // floor
+		{50 * time.Millisecond, 5 * time.Millisecond},
+		{100 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, 100 * time.Millisecond},
+		{5 * time.Second, 500 * time.Millisecond},
+		{30 * time.Second, 500 * time.Millisecond}, // ceiling
+		{time.Hour, 500 * time.Millisecond},
+	} {
+		if got := NodeTimeout(tt.ttl); got != tt.want {
+			t.Errorf("NodeTimeout(%v) = %v, want %v", tt.ttl, got, tt.want)
+		}
+	}
+}
+
+// nodes starts n servers, each with a batcher. The batchers are stopped, and paused servers
+// resumed, by the test's cleanup.
+func nodes(t *testing.T, n int) ([]*redistest.Server, []*redis.Client, []*batch.Batcher) {
+	t.Helper()
+	return nodesWith(t, n, nil)
+}
+
+func nodesWith(t *testing.T, n int, opts func(*redis.Options)) ([]*redistest.Server, []*redis.Client, []*batch.Batcher) {
+	t.Helper()
+	srvs := redistest.StartNodes(t, n)
+	rdbs := make([]*redis.Client, n)
+	bs := make([]*batch.Batcher, n)
+	for i, s := range srvs {
+		o := s.Options()
+		o.MaxRetries = -1
+		if opts != nil {
+			opts(o)
+		}
+		rdbs[i] = redis.NewClient(o)
+		t.Cleanup(func() { _ = rdbs[i].Close() })
+		bs[i] = batch.New(rdbs[i], 1)
+		t.Cleanup(bs[i].Stop)
+	}
+	return srvs, rdbs, bs
+}
+
+// pause pauses s until the end of the test; the cleanup resumes it before the batchers stop.
+func pause(t *testing.T, s *redistest.Server) {
+	t.Helper()
+	s.Pause(t)
+	t.Cleanup(func() { s.Resume(t) })
+}
+
+// incr is a script with an effect: INCRBY KEYS[1] by 1 and returns the result.
+var incr = redis.NewScript(`return redis.call('INCRBY', KEYS[1], 1)`)
+
+func prepareIncr(key string) func(c *batch.Call) {
+	return func(c *batch.Call) {
+		c.Script = incr
+		c.Keys = []string{key}
+	}
+}
+
+func TestFanoutAllNodes(t *testing.T) {
+	t.Parallel()
+	_, rdbs, bs := nodes(t, 3)
+	var seen []int
+	start := time.Now()
+	got := Fanout(ctx, bs, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+		if c.Err != nil || c.Val != 1 {
+			t.Errorf("node %d: %d, %v", c.Node, c.Val, c.Err)
+		}
+		if c.Deadline.IsZero() || c.Deadline.After(start.Add(10*time.Second+time.Second)) {
+			t.Errorf("node %d: Deadline %v, want about start+10s", c.Node, c.Deadline)
+		}
+		seen = append(seen, c.Node)
+		return false
+	})
+	if got != 3 {
+		t.Fatalf("Fanout = %d, want 3", got)
+	}
+	slices.Sort(seen)
+	if !slices.Equal(seen, []int{0, 1, 2}) {
+		t.Fatalf("replies from nodes %v, want [0 1 2]", seen)
+	}
+	for i, r := range rdbs {
+		if v := r.Get(ctx, "k").Val(); v != "1" {
+			t.Fatalf("node %d: k = %q, want 1", i, v)
+		}
+	}
+}
+
+// TestFanoutDecidedEarly: once tally reports a decision, Fanout returns without waiting for
+// the other nodes, even if one of them hangs.
+func TestFanoutDecidedEarly(t *testing.T) {
+	t.Parallel()
+	srvs, _, bs := nodes(t, 3)
+	pause(t, srvs[2])
+	calls := 0
+	start := time.Now()
+	got := Fanout(ctx, bs, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+		calls++
+		if c.Node == 2 {
+			t.Errorf("a reply from the paused node: %+v", c)
+		}
+		return calls == 1
+	})
+	if got != 1 || calls != 1 {
+		t.Fatalf("Fanout = %d after %d tallies, want 1 and 1", got, calls)
+	}
+	if e := time.Since(start); e > 10*time.Second {
+		t.Fatalf("a decided Fanout took %v: it waited for the paused node", e)
+	}
+}
+
+// TestFanoutHungNode: with a paused node among three and no decision, Fanout returns after
+// the per-node timeout with the two replies it has.
+func TestFanoutHungNode(t *testing.T) {
+	t.Parallel()
+	srvs, _, bs := nodes(t, 3)
+	pause(t, srvs[1])
+	const timeout = 300 * time.Millisecond
+	var seen []int
+	start := time.Now()
+	got := Fanout(ctx, bs, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+		seen = append(seen, c.Node)
+		return false
+	})
+	elapsed := time.Since(start)
+	if got != 2 {
+		t.Fatalf("Fanout = %d (nodes %v), want 2", got, seen)
+	}
+	if slices.Contains(seen, 1) {
+		t.Fatalf("a reply from the paused node: %v", seen)
+	}
+	if elapsed < timeout {
+		t.Fatalf("Fanout returned after %v, before the %v timeout", elapsed, timeout)
+	}
+	if elapsed > 5*time.Second {
+		t.Fatalf("Fanout took %v with a %v timeout", elapsed, timeout)
+	}
+}
+
+// TestFanoutFullQueue: a hung node whose queue is full (a busy process) must not hold up
+// the fan-out to the other nodes, nor Fanout itself past its timeout.
+func TestFanoutFullQueue(t *testing.T) {
+	t.Parallel()
+	// A long read timeout: the hung node's worker is stuck for all of it.
+	srvs, _, bs := nodesWith(t, 3, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
+	// Keep node 1's queue full, as a busy process would: its worker is stuck on a round
+	// trip and the queue fills up with calls that will not expire soon.
+	var filler sync.WaitGroup
+	t.Cleanup(filler.Wait) // after the node is resumed, which lets the filler's Send return
+	pause(t, srvs[1])
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	filled := make(chan struct{})
+	filler.Go(func() {
+		for i := 0; ; i++ {
+			if i == 1024+1 {
+				close(filled)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			call := &batch.Call{Script: incr, Keys: []string{"backlog"}, Deadline: time.Now().Add(time.Second), Done: make(chan *batch.Call, 1)}
+			if !bs[1].Send(call) {
+				return
+			}
+		}
+	})
+	<-filled
+	const timeout = 300 * time.Millisecond
+	for range 3 {
+		var seen []int
+		start := time.Now()
+		got := Fanout(ctx, bs, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+			if c.Node == 1 {
+				// At the deadline, the call that found no room is answered as expired; it
+				// may beat Fanout's own timer.
+				if !batch.IsExpired(c.Err) {
+					t.Errorf("node 1: %d, %v; want the expiry error", c.Val, c.Err)
+				}
+				return false
+			}
+			if c.Err != nil {
+				t.Errorf("node %d: %v", c.Node, c.Err)
+			}
+			seen = append(seen, c.Node)
+			return false
+		})
+		e := time.Since(start)
+		slices.Sort(seen)
+		if got < 2 || !slices.Equal(seen, []int{0, 2}) {
+			t.Fatalf("Fanout = %d, healthy nodes %v answered after %v; want [0 2]", got, seen, e)
+		}
+		if e > 3*time.Second {
+			t.Fatalf("Fanout took %v with a %v timeout: it waited for room in the hung node's queue", e, timeout)
+		}
+	}
+}
+
+// TestFanoutContext: ctx cancellation and a ctx deadline shorter than the timeout end the
+// fan-out; a ctx already done sends nothing that could still run after the deadline.
+func TestFanoutContext(t *testing.T) {
+	t.Parallel()
+	srvs, _, bs := nodes(t, 3)
+	for _, s := range srvs {
+		pause(t, s)
+	}
+	never := func(*batch.Call) bool { return false }
+
+	t.Run("cancel", func(t *testing.T) {
+		start := time.Now()
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(100*time.Millisecond, cancel)
+		if got := Fanout(cctx, bs, time.Minute, prepareIncr("k"), never); got != 0 {
+			t.Fatalf("Fanout = %d, want 0", got)
+		}
+		if e := time.Since(start); e < 100*time.Millisecond || e > 10*time.Second {
+			t.Fatalf("Fanout returned after %v; the cancel came after 100ms", e)
+		}
+	})
+
+	t.Run("deadline", func(t *testing.T) {
+		start := time.Now()
+		dctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		defer cancel()
+		if got := Fanout(dctx, bs, time.Minute, prepareIncr("k"), never); got != 0 {
+			t.Fatalf("Fanout = %d, want 0", got)
+		}
+		if e := time.Since(start); e < 150*time.Millisecond || e > 10*time.Second {
+			t.Fatalf("Fanout returned after %v with a 150ms ctx deadline", e)
+		}
+	})
+}
+
+// TestFanoutCallDeadline: each call's Deadline is the per-node timeout, or the ctx deadline
+// if that comes first, so that a call still queued then is never sent.
+func TestFanoutCallDeadline(t *testing.T) {
+	t.Parallel()
+	stopped := batch.New(nil, 0) // answers every call at once with ErrStopped
+	stopped.Stop()
+	bs := []*batch.Batcher{stopped, stopped}
+	deadlineOf := func(ctx context.Context, timeout time.Duration) []time.Time {
+		var got []time.Time
+		Fanout(ctx, bs, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+			got = append(got, c.Deadline)
+			return false
+		})
+		return got
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	want, _ := dctx.Deadline()
+	if got := deadlineOf(dctx, time.Minute); len(got) != 2 || !got[0].Equal(want) || !got[1].Equal(want) {
+		t.Fatalf("call deadlines %v, want the ctx deadline %v", got, want)
+	}
+
+	before := time.Now()
+	got := deadlineOf(ctx, time.Second)
+	if len(got) != 2 || got[0].Before(before.Add(time.Second)) || got[0].After(time.Now().Add(time.Second)) || !got[0].Equal(got[1]) {
+		t.Fatalf("call deadlines %v, want one instant about 1s from now", got)
+	}
+}
+
+// TestFanoutStoppedBatcher: a stopped node answers ErrStopped at once.
+func TestFanoutStoppedBatcher(t *testing.T) {
+	t.Parallel()
+	_, _, bs := nodes(t, 3)
+	bs[0].Stop()
+	errs := map[int]error{}
+	got := Fanout(ctx, bs, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+		errs[c.Node] = c.Err
+		return false
+	})
+	if got != 3 {
+		t.Fatalf("Fanout = %d, want 3", got)
+	}
+	if !errors.Is(errs[0], batch.ErrStopped) || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errors %v, want ErrStopped from node 0 only", errs)
+	}
+}
+
+// TestFanoutTo sends only to the listed nodes.
+func TestFanoutTo(t *testing.T) {
+	t.Parallel()
+	_, rdbs, bs := nodes(t, 5)
+	for _, only := range [][]int{{1, 3}, {4}, {0, 1, 2, 3, 4}, {}} {
+		key := "k" + strconv.Itoa(len(only))
+		var seen []int
+		got := FanoutTo(ctx, bs, only, 10*time.Second, prepareIncr(key), func(c *batch.Call) bool {
+			if c.Err != nil {
+				t.Errorf("node %d: %v", c.Node, c.Err)
+			}
+			seen = append(seen, c.Node)
+			return false
+		})
+		if got != len(only) {
+			t.Fatalf("FanoutTo(%v) = %d", only, got)
+		}
+		slices.Sort(seen)
+		if !slices.Equal(seen, only) && len(only) > 0 {
+			t.Fatalf("FanoutTo(%v) heard from %v", only, seen)
+		}
+		for i, r := range rdbs {
+			want := int64(0)
+			if slices.Contains(only, i) {
+				want = 1
+			}
+			if n := r.Exists(ctx, key).Val(); n != want {
+				t.Fatalf("FanoutTo(%v): node %d has the key: %d, want %d", only, i, n, want)
+			}
+		}
+	}
+}
+
+// TestFanoutToRepeatedNode: an index listed several times is sent as often, and the replies
+// that come after the decision must not block the batcher (the reply channel has room for
+// every call, not just one per node).
+func TestFanoutToRepeatedNode(t *testing.T) {
+	t.Parallel()
+	_, rdbs, bs := nodes(t, 2)
+	got := FanoutTo(ctx, bs, []int{1, 1, 1, 1}, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool { return true })
+	if got != 1 {
+		t.Fatalf("FanoutTo = %d, want 1", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rdbs[1].Get(ctx, "k").Val() != "4" {
+		if time.Now().After(deadline) {
+			t.Fatalf("k = %q, want 4", rdbs[1].Get(ctx, "k").Val())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The batcher still works.
+	if got := Fanout(ctx, bs, 10*time.Second, prepareIncr("k2"), func(c *batch.Call) bool { return false }); got != 2 {
+		t.Fatalf("Fanout after = %d", got)
+	}
+}
