@@ -72,7 +72,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		errs                  []error
 	)
 	start := time.Now()
-	answered := quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(t.cfg.ttl),
+	answered := quorum.Fanout(ctx, c.batchers, c.nodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(call *batch.Call) bool {
 			answeredBy[call.Node] = true
@@ -195,7 +195,7 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 		return true
 	}
 	raised := 0
-	quorum.FanoutTo(ctx, c.batchers, low, quorum.NodeTimeout(t.cfg.ttl),
+	quorum.FanoutTo(ctx, c.batchers, low, c.nodeTimeout(t.cfg.ttl),
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
 			call.Keys = []string{t.keys.Fence}
@@ -215,7 +215,7 @@ func (t *target) raiseAbandoned(nodes []int, fence string) {
 	replies := make(chan *batch.Call, len(nodes))
 	deadline := time.Now().Add(t.cfg.ttl)
 	for _, i := range nodes {
-		t.c.batchers[i].Send(&batch.Call{
+		t.c.batchers[i].TrySend(&batch.Call{ // never wait: the next acquisition raises it anyway
 			Script: scripts.FenceRaise, Node: i, Deadline: deadline, Done: replies,
 			Keys: []string{t.keys.Fence}, Args: []any{fence},
 		})
@@ -235,7 +235,7 @@ func (t *target) releaseAbandoned(token string, wake bool) {
 		}
 		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
 		t.scheme.release(t, token, publish, call)
-		b.Send(call)
+		b.TrySend(call) // never wait: if the node is that backed up, the key expires by itself
 	}
 }
 

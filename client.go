@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
 
@@ -137,6 +138,18 @@ func nodeName(rdb redis.UniversalClient) string {
 		return fmt.Sprintf("ring%v", r.Options().Addrs)
 	}
 	return fmt.Sprintf("%T", rdb)
+}
+
+// nodeTimeout is how long one node may take to answer one call. On a quorum it is short
+// (quorum.NodeTimeout), since a hung node must cost a fraction of the lease and the other
+// nodes can decide without it; one deployment has no other node to turn to, so it gets
+// longer (a third of the lease, at most a second), which a loaded server needs more than
+// a quick verdict.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	if len(c.nodes) > 1 {
+		return quorum.NodeTimeout(ttl)
+	}
+	return min(max(ttl/3, 5*time.Millisecond), time.Second)
 }
 
 // usable reports the error that stops every operation: a construction error or Close.

@@ -37,7 +37,7 @@ func (h *hold) release(ctx context.Context) error {
 	answeredBy := make([]bool, n)
 	decided := false
 	start := time.Now()
-	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+	quorum.Fanout(ctx, c.batchers, c.nodeTimeout(ttl),
 		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
 		func(call *batch.Call) bool {
 			answeredBy[call.Node] = true
@@ -79,7 +79,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	answeredBy := make([]bool, n)
 	decided := false
 	start := time.Now()
-	quorum.Fanout(ctx, c.batchers, quorum.NodeTimeout(ttl),
+	quorum.Fanout(ctx, c.batchers, c.nodeTimeout(ttl),
 		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
 		func(call *batch.Call) bool {
 			answeredBy[call.Node] = true

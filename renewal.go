@@ -59,7 +59,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		}
 	}
 	answered := make([]bool, n)
-	timer := time.NewTimer(renewTimeout(minTTL))
+	timer := time.NewTimer(c.renewTimeout(minTTL))
 	defer timer.Stop()
 wait:
 	for range n {
@@ -102,8 +102,8 @@ wait:
 
 // renewTimeout is how long a renewal waits for the nodes' replies: a hung node must not
 // hold up the others' verdict for long.
-func renewTimeout(ttl time.Duration) time.Duration {
-	return min(ttl/3, max(4*quorum.NodeTimeout(ttl), 50*time.Millisecond))
+func (c *Client) renewTimeout(ttl time.Duration) time.Duration {
+	return min(ttl/3, max(4*c.nodeTimeout(ttl), 50*time.Millisecond))
 }
 
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,

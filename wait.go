@@ -10,7 +10,6 @@ import (
 	"github.com/seed51c676c8/dlock/internal/batch"
 
 	"github.com/seed51c676c8/dlock/internal/notify"
-	"github.com/seed51c676c8/dlock/internal/quorum"
 )
 
 // Waiting. A waiter never polls at a fixed rate. It wakes when:
@@ -181,7 +180,7 @@ func (t *target) leaveQueue(r *request) {
 	for i, b := range t.c.batchers {
 		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
 		if t.scheme.leave(t, r, call) {
-			b.Send(call)
+			b.TrySend(call) // never wait: an entry left behind expires by itself
 		}
 	}
 }
@@ -254,7 +253,7 @@ func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
 // timeout is left out: the waiter still wakes at the holder's expiry.
 func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
 	c := t.c
-	ctx, cancel := context.WithTimeout(ctx, max(quorum.NodeTimeout(t.cfg.ttl), 100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond))
 	defer cancel()
 	watches := make([]*notify.Watch, len(c.nodes))
 	var wg sync.WaitGroup

@@ -39,9 +39,13 @@ type Call struct {
 }
 
 // Batcher sends the calls of one deployment. Its methods are safe for concurrent use.
+//
+// Calls are spread over lanes by their first key, each lane with one pipeline in flight:
+// calls for one key are sent in the order they were queued (an Unlock cannot overtake the
+// Lock that a slow node has not run yet), calls for different keys go out in parallel.
 type Batcher struct {
 	rdb   redis.UniversalClient
-	calls chan *Call
+	lanes []chan *Call
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -52,18 +56,33 @@ type Batcher struct {
 	sending sync.RWMutex
 }
 
-// New starts a batcher with the given number of pipelines in flight at once.
+// New starts a batcher with the given number of pipelines in flight at once (lanes).
 func New(rdb redis.UniversalClient, inFlight int) *Batcher {
 	b := &Batcher{
 		rdb:     rdb,
-		calls:   make(chan *Call, 4*maxBatch),
+		lanes:   make([]chan *Call, max(inFlight, 1)),
 		stopped: make(chan struct{}),
 	}
-	b.wg.Add(inFlight)
-	for range inFlight {
-		go b.work()
+	for i := range b.lanes {
+		b.lanes[i] = make(chan *Call, 4*maxBatch)
+		if i < inFlight { // none for New(nil, 0), a batcher that only answers ErrStopped
+			b.wg.Add(1)
+			go b.work(b.lanes[i])
+		}
 	}
 	return b
+}
+
+// lane returns the queue of c's first key (FNV-1a).
+func (b *Batcher) lane(c *Call) chan *Call {
+	if len(c.Keys) == 0 || len(b.lanes) == 1 {
+		return b.lanes[0]
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(c.Keys[0]); i++ {
+		h = (h ^ uint32(c.Keys[0][i])) * 16777619
+	}
+	return b.lanes[h%uint32(len(b.lanes))]
 }
 
 // Send queues c. It blocks only while the queue is full (a hung node under load), and not
@@ -84,8 +103,9 @@ func (b *Batcher) send(c *Call, wait bool) bool {
 		return false
 	default:
 	}
+	calls := b.lane(c)
 	select {
-	case b.calls <- c:
+	case calls <- c:
 		return true
 	default:
 		if !wait {
@@ -99,7 +119,7 @@ func (b *Batcher) send(c *Call, wait bool) bool {
 		expired = timer.C
 	}
 	select {
-	case b.calls <- c:
+	case calls <- c:
 		return true
 	case <-b.stopped:
 		return false
@@ -119,18 +139,21 @@ func (b *Batcher) Stop() {
 	// it (with stopped closed it does not block), so that the drain below is the last word.
 	b.sending.Lock()
 	defer b.sending.Unlock()
-	for {
-		select {
-		case c := <-b.calls:
-			c.Err = ErrStopped
-			c.Done <- c
-		default:
-			return
+	for _, calls := range b.lanes {
+	drain:
+		for {
+			select {
+			case c := <-calls:
+				c.Err = ErrStopped
+				c.Done <- c
+			default:
+				break drain
+			}
 		}
 	}
 }
 
-func (b *Batcher) work() {
+func (b *Batcher) work(calls chan *Call) {
 	defer b.wg.Done()
 	batch := make([]*Call, 0, maxBatch)
 	for {
@@ -141,7 +164,7 @@ func (b *Batcher) work() {
 		default:
 		}
 		select {
-		case c := <-b.calls:
+		case c := <-calls:
 			batch = append(batch[:0], c)
 		case <-b.stopped:
 			return
@@ -149,7 +172,7 @@ func (b *Batcher) work() {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case c := <-b.calls:
+			case c := <-calls:
 				batch = append(batch, c)
 			default:
 				break fill
