@@ -104,7 +104,7 @@ func (fairScheme) need(n int) int { return mutexScheme{}.need(n) }
 
 func (fairScheme) channels(t *target, r *request, n *node) []notify.Channel {
 	return []notify.Channel{
-		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster},
+		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true},
 		keyspaceChannel(n, t.keys.Lock),
 	}
 }

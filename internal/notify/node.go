@@ -137,8 +137,11 @@ func (n *nodeConn) remove(w *Watch) {
 		}
 		delete(st.waiters, w)
 		if len(st.waiters) == 0 && st.idle == nil && !n.closed {
-			name := ch.Name
-			st.idle = time.AfterFunc(n.linger, func() { n.unsubscribeIdle(name) })
+			name, after := ch.Name, n.linger
+			if ch.Once {
+				after = 0
+			}
+			st.idle = time.AfterFunc(after, func() { n.unsubscribeIdle(name) })
 		}
 	}
 }

@@ -22,6 +22,9 @@ import (
 type Channel struct {
 	Name    string
 	Sharded bool
+	// Once is set for a channel that only one wait ever listens on (a FairMutex waiter's
+	// own channel): it is unsubscribed as soon as its waiter leaves, without lingering.
+	Once bool
 }
 
 // linger is how long a channel stays subscribed after its last waiter left, so that a hot

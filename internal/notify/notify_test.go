@@ -258,6 +258,26 @@ func TestLinger(t *testing.T) {
 	woken(t, wake, long, "after resubscribing")
 }
 
+// TestOnceChannelDoesNotLinger: a channel only one wait listens on is dropped as soon as
+// that wait ends, however long the linger.
+func TestOnceChannelDoesNotLinger(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	h := newHub(t, srv.Client(t))
+	h.linger = time.Hour
+	wake := make(chan struct{}, 1)
+	w := watch(t, h, "", []Channel{{Name: "mine", Once: true}, {Name: "shared"}}, wake)
+	if n := numSub(t, rdb, "mine"); n != 1 {
+		t.Fatalf("NUMSUB = %d while watched", n)
+	}
+	w.Close()
+	eventually(t, long, "the once channel unsubscribed", func() bool { return numSub(t, rdb, "mine") == 0 })
+	if n := numSub(t, rdb, "shared"); n != 1 {
+		t.Fatalf("the shared channel: NUMSUB = %d, want 1 (lingering)", n)
+	}
+}
+
 // TestLingerReuse: a watch that comes back within the linger time reuses the subscription,
 // and keeps it past the first linger timer.
 func TestLingerReuse(t *testing.T) {
