@@ -10,7 +10,7 @@ PKGS = ./... ./examples/...
 .PHONY: test vet deps
 
 test: deps vet
-	$(GO) test -race -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

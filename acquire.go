@@ -63,80 +63,61 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		token = newToken()
 	}
 
-	var (
-		granted, held, failed int
-		fences                = make([]int64, n) // 0: this node did not grant
-		answeredBy            = make([]bool, n)
-		decided               bool
-		left                  = make([]int64, 0, n)
-		errs                  []error
-	)
-	start := time.Now()
-	answered := quorum.Fanout(ctx, c.batchers, c.nodeTimeout(t.cfg.ttl),
+	v := c.poll(ctx, nil, t.cfg.ttl,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
-		func(call *batch.Call) bool {
-			answeredBy[call.Node] = true
-			switch {
-			case call.Err != nil:
-				failed++
-				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
-			case call.Val > 0:
-				granted++
-				fences[call.Node] = call.Val
-			default:
-				held++
-				left = append(left, -call.Val)
-			}
-			decided = granted >= need || held+failed > n-need
-			return decided
-		})
-	deadline := quorum.Deadline(start, t.cfg.ttl, c.cfg.driftFactor)
+		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
+	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
+	granted, held := v.yes, v.no
 
 	if granted >= need && time.Now().Before(deadline) {
-		fence := slices.Max(fences)
-		if n == 1 || t.settleFence(ctx, fences, fence) {
-			return attempt{h: t.newHold(token, uint64(fence), start, deadline, lockCtx)}
+		fence := slices.Max(v.vals)
+		if n == 1 || t.settleFence(ctx, v.vals, fence) {
+			return attempt{h: t.newHold(token, uint64(fence), v.start, deadline, lockCtx)}
 		}
 		t.releaseAbandoned(token, true)
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
 	}
-	unanswered := n - answered
+	unanswered := v.unanswered()
 	// Nodes that failed, or did not answer before the timeout, can block a verdict.
-	blocked := failed
-	if !decided {
+	blocked := v.failed
+	if !v.decided {
 		blocked += unanswered
 	}
-	undo := granted > 0 || unanswered > 0 || failed > 0
+	// A stable token is not undone: its next attempt finds what landed and keeps it, and a
+	// waiter that gives up leaves, which passes on what it was given.
+	undo := (granted > 0 || unanswered > 0 || v.failed > 0) && !t.scheme.stable()
 	switch {
 	case granted >= need:
-		if undo && !t.scheme.stable() {
+		if undo {
 			t.releaseAbandoned(token, false)
 		}
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
 	case blocked <= n-need && granted == 0:
 		// Held: wait until enough of the held nodes could be free. Nodes that had not
 		// answered when the verdict was clear may still grant: undo there too.
-		if undo && !t.scheme.stable() {
+		if undo {
 			t.releaseAbandoned(token, false)
 		}
-		return attempt{left: majorityFree(left, max(need-(n-held-failed), 1))}
+		var left []int64
+		for i, val := range v.vals {
+			if v.answered[i] && val <= 0 {
+				left = append(left, -val)
+			}
+		}
+		return attempt{left: majorityFree(left, max(need-(n-held-v.failed), 1))}
 	case blocked <= n-need:
 		// Contenders split the votes: each got some nodes, none enough. Each undoes its
 		// share without waking anyone and retries after a random delay.
-		if !t.scheme.stable() {
+		if undo {
 			t.releaseAbandoned(token, false)
 		}
 		return attempt{split: true}
 	}
-	// No verdict: undo (a stable token is not undone: its next attempt finds what landed
-	// and keeps it, and a waiter that gives up leaves, which passes on what it was given),
-	// and wake the waiters, since this attempt may have kept them out.
-	if undo && !t.scheme.stable() {
+	// No verdict: undo, and wake the waiters, since this attempt may have kept them out.
+	if undo {
 		t.releaseAbandoned(token, true)
 	}
-	if !decided {
-		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
-	}
+	errs := v.problems(c)
 	a := attempt{err: &quorumError{op: "lock", name: t.name, got: granted, need: need, total: n, errs: errs, single: n == 1}}
 	for _, e := range errs {
 		if ne, ok := e.(*nodeError); ok && permanent(ne.err) {
@@ -144,18 +125,6 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		}
 	}
 	return a
-}
-
-// silentNodes names the nodes that did not answer: down, unreachable, hung or slower than
-// the per-node timeout.
-func silentNodes(c *Client, answered []bool, waited time.Duration) []error {
-	var errs []error
-	for i, ok := range answered {
-		if !ok {
-			errs = append(errs, &nodeError{node: c.nodes[i].name, err: fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited.Round(time.Millisecond))})
-		}
-	}
-	return errs
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
@@ -190,24 +159,18 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 	arg := strconv.FormatInt(fence, 10)
 	if have >= need {
 		// Raise the laggards anyway, without waiting: nodes that stay in step make the
-		// synchronous raise above rare.
+		// synchronous raise below rare.
 		t.raiseAbandoned(low, arg)
 		return true
 	}
-	raised := 0
-	quorum.FanoutTo(ctx, c.batchers, low, c.nodeTimeout(t.cfg.ttl),
+	v := c.poll(ctx, low, t.cfg.ttl,
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
 			call.Keys = []string{t.keys.Fence}
 			call.Args = []any{arg}
 		},
-		func(call *batch.Call) bool {
-			if call.Err == nil && call.Val >= fence {
-				raised++
-			}
-			return have+raised >= need
-		})
-	return have+raised >= need
+		func(v *votes) bool { return have+v.yes >= need })
+	return have+v.yes >= need
 }
 
 // raiseAbandoned raises the fencing counter of the given nodes without waiting for them.

@@ -84,17 +84,7 @@ func TestFairMutexWaiterGivesUp(t *testing.T) {
 	quitErr := make(chan error, 1)
 	go func() { _, err := quitter.FairMutex("fair").Lock(quitCtx); quitErr <- err }()
 	time.Sleep(50 * time.Millisecond)
-	got := make(chan time.Time, 1)
-	go func() {
-		w, err := next.FairMutex("fair").Lock(ctx)
-		if err != nil {
-			t.Error(err)
-			got <- time.Time{}
-			return
-		}
-		got <- time.Now()
-		_ = w.Unlock(ctx)
-	}()
+	got := acquiredAt(t, ctx, next.FairMutex("fair").Lock)
 	if err := <-quitErr; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the quitter's Lock = %v", err)
 	}

@@ -79,3 +79,21 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 		t.Fatalf("%s: not within %v", what, d)
 	}
 }
+
+// acquiredAt runs lock in the background and reports when it returned a lease (which it
+// then unlocks); the zero time if it failed.
+func acquiredAt(t *testing.T, ctx context.Context, lock func(context.Context) (*dlock.Lease, error)) <-chan time.Time {
+	t.Helper()
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := lock(ctx)
+		if err != nil {
+			t.Error(err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		_ = l.Unlock(ctx)
+	}()
+	return got
+}

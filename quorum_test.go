@@ -250,17 +250,7 @@ func TestQuorumWaiterWakesWhenMajorityFree(t *testing.T) {
 	waiter := newQuorumClient(t, nodes)
 	ctx := ctxTimeout(t, 20*time.Second)
 	l := mustLock(t, holder.Mutex("handoff", dlock.TTL(longTTL)), ctx)
-	got := make(chan time.Time, 1)
-	go func() {
-		w, err := waiter.Mutex("handoff").Lock(ctx)
-		if err != nil {
-			t.Error(err)
-			got <- time.Time{}
-			return
-		}
-		got <- time.Now()
-		_ = w.Unlock(ctx)
-	}()
+	got := acquiredAt(t, ctx, waiter.Mutex("handoff").Lock)
 	time.Sleep(200 * time.Millisecond)
 	released := time.Now()
 	if err := l.Unlock(ctx); err != nil {

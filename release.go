@@ -32,26 +32,10 @@ func (h *hold) release(ctx context.Context) error {
 
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
-	released, gone := 0, 0
-	var errs []error
-	answeredBy := make([]bool, n)
-	decided := false
-	start := time.Now()
-	quorum.Fanout(ctx, c.batchers, c.nodeTimeout(ttl),
+	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
-		func(call *batch.Call) bool {
-			answeredBy[call.Node] = true
-			switch {
-			case call.Err != nil:
-				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
-			case call.Val == 1:
-				released++
-			default:
-				gone++
-			}
-			decided = released+gone == n || (released > 0 && released+gone >= need) || gone > n-need
-			return decided
-		})
+		func(v *votes) bool { return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need })
+	released, gone := v.yes, v.no
 	switch {
 	case released > 0 && released+gone >= need:
 		h.end(ErrReleased, "unlocked")
@@ -61,10 +45,7 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	if !decided {
-		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
-	}
-	err := &quorumError{op: "unlock", name: h.name, got: released + gone, need: need, total: n, errs: errs, single: n == 1}
+	err := &quorumError{op: "unlock", name: h.name, got: released + gone, need: need, total: n, errs: v.problems(c), single: n == 1}
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
@@ -74,39 +55,19 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
-	ok, gone := 0, 0
-	var errs []error
-	answeredBy := make([]bool, n)
-	decided := false
-	start := time.Now()
-	quorum.Fanout(ctx, c.batchers, c.nodeTimeout(ttl),
+	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
-		func(call *batch.Call) bool {
-			answeredBy[call.Node] = true
-			switch {
-			case call.Err != nil:
-				errs = append(errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
-			case call.Val == 1:
-				ok++
-			default:
-				gone++
-			}
-			decided = ok >= need || gone > n-need
-			return decided
-		})
-	deadline := quorum.Deadline(start, ttl, c.cfg.driftFactor)
+		func(v *votes) bool { return v.yes >= need || v.no > n-need })
+	deadline := quorum.Deadline(v.start, ttl, c.cfg.driftFactor)
 	switch {
-	case ok >= need && time.Now().Before(deadline):
-		h.renewed(start, ttl, deadline)
+	case v.yes >= need && time.Now().Before(deadline):
+		h.renewed(v.start, ttl, deadline)
 		return nil
-	case gone > n-need:
+	case v.no > n-need:
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
 		return h.endedError("extend")
 	}
-	if !decided {
-		errs = append(errs, silentNodes(c, answeredBy, time.Since(start))...)
-	}
-	return &quorumError{op: "extend", name: h.name, got: ok, need: need, total: n, errs: errs, single: n == 1}
+	return &quorumError{op: "extend", name: h.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
 }
 
 // renewed records a successful renewal or Extend sent at start.

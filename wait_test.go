@@ -23,17 +23,7 @@ func TestWakeOnUnlock(t *testing.T) {
 	holder, waiter := newClient(t, rdb), newClient(t, rdb)
 	ctx := ctxTimeout(t, 20*time.Second)
 	l := mustLock(t, holder.Mutex("wake", dlock.TTL(longTTL)), ctx)
-	got := make(chan time.Time, 1)
-	go func() {
-		w, err := waiter.Mutex("wake").Lock(ctx)
-		if err != nil {
-			t.Error(err)
-			got <- time.Time{}
-			return
-		}
-		got <- time.Now()
-		_ = w.Unlock(ctx)
-	}()
+	got := acquiredAt(t, ctx, waiter.Mutex("wake").Lock)
 	time.Sleep(200 * time.Millisecond) // let the waiter subscribe and settle
 	before := scriptCalls(t, rdb)
 	released := time.Now()
@@ -58,17 +48,7 @@ func TestWakeOnForeignDelete(t *testing.T) {
 	if err := rdb.Set(ctx, "bare-key", "other-library-token", longTTL).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		w, err := c.Mutex("bare-key").Lock(ctx)
-		if err != nil {
-			t.Error(err)
-			got <- time.Time{}
-			return
-		}
-		got <- time.Now()
-		_ = w.Unlock(ctx)
-	}()
+	got := acquiredAt(t, ctx, c.Mutex("bare-key").Lock)
 	time.Sleep(200 * time.Millisecond)
 	deleted := time.Now()
 	rdb.Del(ctx, "bare-key")

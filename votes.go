@@ -1,0 +1,69 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+)
+
+// votes is what the nodes answered to one call each. Every script dlock runs replies with
+// an integer: more than zero is a yes (acquired, with the fencing token; released;
+// extended), zero or less a no (held, with the holder's remaining time negated; gone).
+type votes struct {
+	n        int
+	vals     []int64 // each node's reply, where answered and not failed
+	answered []bool
+	errs     []error // one nodeError per node that failed
+	yes, no  int
+	failed   int
+	decided  bool // the caller's decide said so before every node answered or time ran out
+	start    time.Time
+}
+
+// poll sends one call to each node (all of them, or those listed in only) and counts the
+// replies until decide says the outcome is settled, every node answered, the per-node
+// timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled.
+func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
+	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
+	n := len(c.nodes)
+	v := &votes{n: n, vals: make([]int64, n), answered: make([]bool, n), start: time.Now()}
+	quorum.FanoutTo(ctx, c.batchers, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
+		v.answered[call.Node] = true
+		switch {
+		case call.Err != nil:
+			v.failed++
+			v.errs = append(v.errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+		case call.Val > 0:
+			v.yes++
+			v.vals[call.Node] = call.Val
+		default:
+			v.no++
+			v.vals[call.Node] = call.Val
+		}
+		v.decided = decide(v)
+		return v.decided
+	})
+	return v
+}
+
+// unanswered is how many nodes of a poll of every node never answered.
+func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
+
+// problems lists what went wrong in a poll of every node: the nodes that failed, and, if
+// the poll ran out of time rather than reaching a verdict, the nodes that did not answer.
+func (v *votes) problems(c *Client) []error {
+	errs := v.errs
+	if v.decided {
+		return errs
+	}
+	waited := time.Since(v.start).Round(time.Millisecond)
+	for i, ok := range v.answered {
+		if !ok {
+			errs = append(errs, &nodeError{node: c.nodes[i].name, err: fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)})
+		}
+	}
+	return errs
+}
