@@ -3,10 +3,16 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 func TestRenewalKeepsShortLeaseHeld(t *testing.T) {
@@ -134,5 +140,69 @@ func TestUnlockFindsKeyTaken(t *testing.T) {
 	}
 	if l.Err() != dlock.ErrLost {
 		t.Fatalf("Err = %v, want ErrLost", l.Err())
+	}
+}
+
+// pipelineCounter counts the round trips a go-redis client makes: single commands and
+// pipelines, and the commands pipelines carry.
+type pipelineCounter struct {
+	pipelines, commands, singles atomic.Int64
+}
+
+func (h *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.singles.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		h.commands.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+func TestRenewalIsBatched(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	counter := &pipelineCounter{}
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 60*time.Second)
+	const leases = 1000
+	ttl := 900 * time.Millisecond
+	held := make([]*dlock.Lease, 0, leases)
+	for i := range leases {
+		l, err := c.Mutex(fmt.Sprintf("many:%d", i), dlock.TTL(ttl)).TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	goroutines := runtime.NumGoroutine()
+	rdb.AddHook(counter)
+	hold := 3 * time.Second // about 10 renewal intervals of TTL/3
+	time.Sleep(hold)
+	pipelines, commands := counter.pipelines.Load(), counter.commands.Load()
+	t.Logf("%d leases held %v: %d renewals in %d pipelines (+%d single commands); goroutines %d then %d",
+		leases, hold, commands, pipelines, counter.singles.Load(), goroutines, runtime.NumGoroutine())
+	for _, l := range held {
+		if l.Err() != nil {
+			t.Fatalf("a lease ended: %v", l.Err())
+		}
+	}
+	if commands < leases*int64(hold/(ttl/3))/2 {
+		t.Fatalf("only %d renewals of %d leases in %v", commands, leases, hold)
+	}
+	// One round trip per tick: acquired over a short time, the leases fall due together.
+	if ticks := int64(hold / (ttl / 6)); pipelines > 2*ticks {
+		t.Fatalf("%d pipelines in %v: renewal is not batched (at most %d ticks)", pipelines, hold, ticks)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines+10 {
+		t.Fatalf("goroutines grew from %d to %d while renewing", goroutines, g)
+	}
+	for _, l := range held {
+		_ = l.Unlock(ctx)
 	}
 }
