@@ -150,9 +150,11 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // Unlock ends the lease. For the outer lease it releases the lock in Redis and wakes the
-// next waiter; ctx bounds the request. After Unlock returns, the lease has ended whatever
-// the result: if the release failed (Redis unreachable), the key expires by itself within
-// its TTL. Unlock of a lease that has already ended returns ErrNotHeld.
+// next waiter; ctx bounds the request, and a ctx that has already ended gets the per-node
+// timeout instead, so that a deferred Unlock with an expired request context still
+// releases. After Unlock returns, the lease has ended whatever the result: if the release
+// failed (Redis unreachable), the key expires by itself within its TTL. Unlock of a lease
+// that has already ended returns ErrNotHeld.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l.outer {
 		return l.h.release(ctx)

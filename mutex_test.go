@@ -405,3 +405,17 @@ func TestLocalGoroutinesExclude(t *testing.T) {
 		t.Fatalf("counter %d, want %d", counter, 16*20)
 	}
 }
+
+func TestUnlockWithEndedContextStillReleases(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := mustLock(t, c.Mutex("deferred"), ctx)
+	cancel() // the request ended before the deferred Unlock ran
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock with an ended context: %v", err)
+	}
+	if n, _ := rdb.Exists(context.Background(), "dlock:deferred").Result(); n != 0 {
+		t.Fatal("the key was left to expire")
+	}
+}

@@ -31,6 +31,13 @@ func (h *hold) release(ctx context.Context) error {
 	h.mu.Unlock()
 
 	c := h.c
+	if ctx.Err() != nil {
+		// An Unlock deferred with a context that has ended since (a request's, say) still
+		// releases: leaving the key to expire would keep everyone out for a whole TTL.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(ttl))
+		defer cancel()
+	}
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
