@@ -120,29 +120,56 @@ Examples:
 
 const statusSummary = "show who holds locks: dlock status [flags] NAME..."
 
-const statusColumns = `  KIND     "mutex" for a plain string key (a Mutex, or a FairMutex: their lock keys
-           are alike); for a key of another type, its Redis type (read-write and
-           semaphore locks are not described yet); "-" when the lock is free
-  HOLDER   the holder's token: the lock key's value, 128 random bits, new for every
-           acquisition; "-" when the lock is free
+const statusColumns = `  KIND     the kind of lock (see Kinds below); for a key of another type, its Redis
+           type; "-" when the lock is free
+  HOLDER   the holder's token (of a mutex, a FairMutex, an RWMutex's writer): the lock
+           key's value, 128 random bits, new for every acquisition; "-" when the lock is
+           free, or held by readers or by Semaphore holders
   FENCE    the fencing counter: the fencing token of the latest acquisition
-  TTL      how long the holder's lease has left; "no expiry" if the key has none
-  WAITERS  client processes subscribed to the lock's release channel (PUBSUB NUMSUB,
-           or PUBSUB SHARDNUMSUB on a Cluster). A process counts once however many of
-           its goroutines wait, and stays subscribed for up to 30s after its last wait
-           ended, so the holder itself may count.
+  TTL      how long the hold has left: the holder's lease, "no expiry" if the key has
+           none; an RWMutex held by readers: until the last reader's lease ends; a
+           Semaphore: until the first holder's lease ends
+  WAITERS  a FairMutex or a Semaphore: the live entries of its queue, one per waiting
+           Lock or Acquire. Other kinds (and a Semaphore on a quorum, whose waiters do
+           not queue): client processes subscribed to the lock's release channel
+           (PUBSUB NUMSUB, or PUBSUB SHARDNUMSUB on a Cluster). A process counts once
+           however many of its goroutines wait, and stays subscribed for up to 30s
+           after its last wait ended, so the holder itself may count.
+  DETAIL   rw: the mode (write, read or free), the live readers and the waiting
+           writers; semaphore: "in use N by M holders", the permits the live holders
+           hold (the size is not stored in Redis); a free lock whose queue still has
+           live entries: "free, N waiters queued"; else "-"
+
+Kinds, as dlock tells them apart by the keys that exist:
+  mutex      a Mutex: a string lock key that holds the holder's token
+  fair       a FairMutex: the same string key, and a queue (the list <tag>:queue, with
+             deadlines in <tag>:queue:deadlines). A FairMutex that no one waits for has
+             no queue: it is indistinguishable from a mutex, and shows as one
+  rw         an RWMutex: a string write key (the writer's token), and sorted sets of
+             readers (<tag>:readers) and waiting writers (<tag>:writers). A writer
+             alone, with no reader and no writer waiting, has only the write key: it
+             shows as a mutex
+  semaphore  a Semaphore: a sorted set of holders at the lock key, and a hash of the
+             permits each holds (<tag>:permits); a queue like a FairMutex's
+<tag> is the lock key in braces, {dlock:NAME}, or the key itself if it has a hash tag.
+Each lock is read by one script, so its numbers come from one instant; a lease or a
+queue entry is live until its end by the Redis server's clock (TIME).
 `
 
 const statusHelp = `Usage: dlock status [flags] NAME...
 
 Shows each lock NAME, free or held:
-` + statusColumns + `On a quorum there is one row per server (NODE).
+` + statusColumns + `
+On a quorum there is one row per server (NODE).
 
 Flags:
   --json   print a JSON array, one object per lock (per lock and server on a quorum):
-           name, key, node (quorum only), held, kind and holder (absent when free),
-           fence (0 before the first acquisition), ttl_ms (null when free, -1 without
-           expiry), waiters
+           name, key, node (quorum only), held (someone holds the lock: its key exists;
+           an RWMutex: a writer or a live reader; a Semaphore: a live holder), kind and
+           holder (absent when free), fence (0 before the first acquisition), ttl_ms
+           (null when free, -1 without expiry), waiters; for an RWMutex also mode,
+           readers, writers_waiting; for a Semaphore holders, permits_in_use, queue; for
+           a FairMutex (and a free lock with a queue) queue: the live queue entries
 ` + serverFlagsHelp + `
 Example:
   dlock status nightly-report deploy
@@ -154,9 +181,12 @@ const listHelp = `Usage: dlock list [flags] [PATTERN]
 
 Lists the locks whose names match PATTERN (a Redis glob: * ? [abc]; default *), with
 the columns of 'dlock status'. It SCANs the keys under the prefix (on every master of a
-Cluster, on every server of a quorum) and skips dlock's companion keys (the fencing
-counters). A free lock has no key, so only held locks are listed, and keys of other
-programs under the prefix with their Redis type as KIND.
+Cluster, on every server of a quorum), skips dlock's companion keys (fencing counters,
+queues and their deadlines, readers and writers sets, permits) and shows each lock
+once. A free lock has no key, so only held locks are listed (a free FairMutex is not,
+even while its queue has entries), and keys of other programs under the prefix with
+their Redis type as KIND. An RWMutex held by readers alone has no lock key: list finds
+it by its readers set, with a second SCAN (a third when PATTERN is not *).
 
 Columns:
 ` + statusColumns + `
@@ -171,10 +201,22 @@ const unlockSummary = "remove a stuck lock (operators): dlock unlock --force [fl
 
 const unlockHelp = `Usage: dlock unlock --force [flags] NAME...
 
-For operators: removes a stuck lock. It deletes the lock key, but never the fencing
-counter (tokens must keep growing), publishes on the lock's release channel so that
-waiters wake at once, and says what it removed (the holder's token and the time its
-lease had left) or that nothing was held.
+For operators: removes a stuck lock, publishes on the lock's release channel so that
+waiters wake at once (SPUBLISH on a Cluster), and says what it removed or that nothing
+was held. It never removes the fencing counter (tokens must keep growing), nor a queue
+or the waiting writers: waiters keep their order. By kind ('dlock help status'):
+  mutex      deletes the lock key; says the holder's token and the time its lease had
+             left
+  fair       the same. A FairMutex's waiters do not listen on the release channel but
+             each on its own: unlock also tells the first live waiter of the queue on
+             its channel, so that it takes the lock at once rather than at its next
+             refresh of its place (within 1s)
+  rw         deletes the write key (the writer's token). Readers are removed, with
+             their sorted set, only with --readers: without it, unlock says how many
+             readers still hold the lock and exits 1
+  semaphore  deletes the holders and their permits, every holder at once; says how
+             many held how many permits
+Keys of other types are left alone, and unlock exits 1.
 
 A holder that is still alive learns at its next renewal (within a third of its TTL) that
 its lock is lost, and 'dlock run' then stops its command; until then two holders may run
@@ -182,12 +224,20 @@ at once, and only fencing tokens protect your data. That is why unlock refuses w
 --force. To release a lock you hold, let its holder finish.
 
 Flags:
-  --force  required: the holder is gone, or must be stopped
-  --json   print a JSON array, one object per lock (per lock and server on a quorum):
-           name, key, node (quorum only), removed, kind, holder, ttl_ms
+  --force    required: the holder is gone, or must be stopped
+  --readers  also remove the readers of an RWMutex
+  --json     print a JSON array, one object per lock (per lock and server on a quorum):
+             name, key, node (quorum only), removed, kind, holder, ttl_ms; for an
+             RWMutex also readers (the live readers found) and readers_removed; for a
+             Semaphore holders and permits_in_use (what was removed); for a FairMutex
+             queue_head (the waiter told on its channel, absent when none)
 ` + serverFlagsHelp + `
-Example:
+Exit codes: 0 done (or nothing was held); 1 a key is not a dlock lock, or an RWMutex
+still has readers (no --readers); 69 Redis cannot be used; 2 bad usage.
+
+Examples:
   dlock unlock --force nightly-report
+  dlock unlock --force --readers config-doc
 `
 
 const demoSummary = "the flash sale: why a lock, and why fencing tokens"

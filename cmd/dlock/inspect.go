@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,80 +18,147 @@ var (
 	inspectScript = redis.NewScript(inspectSource)
 )
 
-// lockKind is a kind of dlock lock as Redis stores it. status, list and unlock recognise a
-// lock by the Redis type of its key; a key of any other type is shown with that type.
-type lockKind struct {
-	name      string // shown as KIND
-	redisType string // the Redis type of the lock key
-	// holder returns the holder's identity from the value the inspect script read.
-	holder func(value string) string
-	// forceUnlockable: 'dlock unlock --force' knows how to remove it.
-	forceUnlockable bool
-}
+// The kinds of dlock lock, as the inspect and force_unlock scripts tell them apart by the
+// keys that exist (see scripts/inspect.lua). A key of any other type under the prefix is
+// shown with its Redis type as its kind.
+const (
+	kindMutex     = "mutex"     // a string lock key holding the holder's token
+	kindFair      = "fair"      // a mutex's string key plus a queue (FairMutex)
+	kindRW        = "rw"        // a string write key and sorted sets of readers and waiting writers
+	kindSemaphore = "semaphore" // a sorted set of holders at the lock key, a permits hash, a queue
+)
 
-// lockKinds are the kinds dlock describes. A FairMutex's lock key is a Mutex's (a string),
-// so it shows as a mutex. RWMutex (a string write key, readers in the sorted set
-// Aux("readers")) and Semaphore (holders in a sorted set under the lock key) go here next:
-// their Redis type, how to read their holders (extend the inspect script to return what
-// they need), and whether force_unlock.lua can remove them.
-var lockKinds = []lockKind{
-	{name: "mutex", redisType: "string", holder: func(v string) string { return v }, forceUnlockable: true},
-}
-
-// kindOf returns the kind whose lock key has the Redis type t.
-func kindOf(t string) (lockKind, bool) {
-	for _, k := range lockKinds {
-		if k.redisType == t {
-			return k, true
-		}
+// lockScriptKeys are the keys the inspect and force_unlock scripts read, in the order
+// inspect.lua lists them: every key a lock of any kind may have.
+func lockScriptKeys(keys keyspace.Keys) []string {
+	return []string{
+		keys.Lock, keys.Fence, keys.Aux("readers"), keys.Aux("writers"),
+		keys.Aux("queue"), keys.Aux("queue:deadlines"), keys.Aux("permits"),
 	}
-	return lockKind{}, false
 }
 
 // lockInfo is what status and list show of one lock on one node. Its JSON form is part of
-// the command's contract ('dlock help status').
+// the command's contract ('dlock help status'): fields are added, never changed.
 type lockInfo struct {
 	Name    string `json:"name"`
 	Key     string `json:"key"`
 	Node    string `json:"node,omitempty"`   // quorum only
-	Held    bool   `json:"held"`             // the lock key exists
-	Kind    string `json:"kind,omitempty"`   // "mutex", or the Redis type of a key dlock does not know
-	Holder  string `json:"holder,omitempty"` // the holder's token, for the kinds that have one
+	Held    bool   `json:"held"`             // someone holds the lock (for a mutex: its key exists)
+	Kind    string `json:"kind,omitempty"`   // mutex, fair, rw, semaphore, or the Redis type of a key dlock does not know
+	Holder  string `json:"holder,omitempty"` // the holder's (rw: the writer's) token, for the kinds that have one
 	Fence   uint64 `json:"fence"`            // the fencing counter: the latest fencing token
 	TTLms   *int64 `json:"ttl_ms"`           // milliseconds left; -1 without expiry; null when free
-	Waiters int64  `json:"waiters"`          // processes subscribed to the release channel
+	Waiters int64  `json:"waiters"`          // subscribed processes, or live queue entries (fair, semaphore)
+
+	Mode           string `json:"mode,omitempty"`            // rw: write, read or free
+	Readers        *int64 `json:"readers,omitempty"`         // rw: live readers
+	WritersWaiting *int64 `json:"writers_waiting,omitempty"` // rw: live waiting writers
+	Holders        *int64 `json:"holders,omitempty"`         // semaphore: live holders
+	PermitsInUse   *int64 `json:"permits_in_use,omitempty"`  // semaphore: the permits they hold
+	Queue          *int64 `json:"queue,omitempty"`           // live entries of a queue (fair, semaphore, or a free lock's)
 }
 
-// inspectLock reads one lock on one node: the key, its counter, its waiters.
+// inspectLock reads one lock on one node, at one instant: its kind, holders, counter and
+// queue; then its subscribed waiters.
 func inspectLock(ctx context.Context, d *deployment, n node, name string, keys keyspace.Keys) (lockInfo, error) {
 	info := lockInfo{Name: name, Key: keys.Lock}
 	if d.quorum() {
 		info.Node = n.name
 	}
-	reply, err := inspectScript.Run(ctx, n.rdb, []string{keys.Lock, keys.Fence}).Slice()
+	reply, err := inspectScript.Run(ctx, n.rdb, lockScriptKeys(keys)).Slice()
 	if err != nil {
 		return info, err
 	}
-	if len(reply) != 4 {
+	if len(reply) != 9 {
 		return info, fmt.Errorf("unexpected reply from the inspect script: %v", reply)
 	}
-	typ, _ := reply[0].(string)
-	value, _ := reply[1].(string)
-	pttl, _ := reply[2].(int64)
+	info.Kind, _ = reply[0].(string)
+	pttl, _ := reply[1].(int64)
+	info.Holder, _ = reply[2].(string)
 	if fence, ok := reply[3].(string); ok {
 		info.Fence, _ = strconv.ParseUint(fence, 10, 64)
 	}
-	if typ != "none" {
+	readers, writers, queue, holders, permits := replyInt(reply[4]), replyInt(reply[5]), replyInt(reply[6]), replyInt(reply[7]), replyInt(reply[8])
+	if pttl != -2 {
 		info.Held = true
 		info.TTLms = &pttl
-		info.Kind = typ
-		if k, ok := kindOf(typ); ok {
-			info.Kind = k.name
-			info.Holder = k.holder(value)
+	}
+	switch {
+	case info.Kind == kindSemaphore:
+		queue = max(queue, 0) // no queue key: no one queues
+		info.Queue = &queue
+	case queue >= 0 && (info.Kind == kindFair || info.Kind == ""):
+		info.Queue = &queue
+	}
+	switch info.Kind {
+	case kindRW:
+		info.Readers, info.WritersWaiting = &readers, &writers
+		switch {
+		case info.Holder != "":
+			info.Mode = "write"
+		case readers > 0:
+			info.Mode = "read"
+		default:
+			info.Mode = "free"
 		}
+	case kindSemaphore:
+		info.Holders, info.PermitsInUse = &holders, &permits
+	}
+	// A queue's waiters are its live entries; they listen on channels of their own (a
+	// FairMutex's) or, on a quorum, do not queue (a Semaphore's): count those that do.
+	if info.Queue != nil && !d.quorum() {
+		info.Waiters = *info.Queue
+		return info, nil
 	}
 	info.Waiters, err = waiters(ctx, d, n, keys)
 	return info, err
+}
+
+// replyInt is an integer of a script's reply, 0 when it is not one.
+func replyInt(v any) int64 {
+	i, _ := v.(int64)
+	return i
+}
+
+// detail is the DETAIL column: what matters for the lock's kind beyond HOLDER and TTL.
+func (in lockInfo) detail() string {
+	var parts []string
+	switch in.Kind {
+	case kindRW:
+		parts = append(parts, in.Mode)
+		if r := deref(in.Readers); r > 0 || in.Mode == "read" {
+			parts = append(parts, plural(r, "reader"))
+		}
+		if w := deref(in.WritersWaiting); w > 0 {
+			parts = append(parts, plural(w, "writer")+" waiting")
+		}
+	case kindSemaphore:
+		s := "in use " + strconv.FormatInt(deref(in.PermitsInUse), 10)
+		if h := deref(in.Holders); h > 0 {
+			s += " by " + plural(h, "holder")
+		}
+		parts = append(parts, s)
+	default:
+		if in.Kind == "" && deref(in.Queue) > 0 {
+			parts = append(parts, "free, "+plural(*in.Queue, "waiter")+" queued")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// plural is "1 reader", "2 readers".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.FormatInt(n, 10) + " " + what + "s"
 }
 
 // waiters counts the client connections subscribed to the lock's release channel: PUBSUB

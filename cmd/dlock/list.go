@@ -58,32 +58,56 @@ func cmdList(c *cli, args []string) error {
 	return ic.print(c, d, infos)
 }
 
-// scanNames returns the sorted names of the keys that match prefix+pattern on every node
-// (every master of a Cluster), without dlock's companion keys.
+// scanNames returns the sorted names of the locks that match prefix+pattern on every node
+// (every master of a Cluster), each once, without dlock's companion keys. An RWMutex held
+// by readers alone has no lock key: it is found by its readers set, whose key is
+// SlotTag(lock)+":readers", "{dlock:NAME}:readers" for most names. So besides the lock
+// keys it SCANs for "{"+prefix+pattern+"}:readers" and, unless the pattern is "*" (whose
+// SCAN finds those already), for prefix+pattern+":readers" (the names with a hash tag).
 func scanNames(ctx context.Context, d *deployment, prefix, pattern string) ([]string, error) {
 	match := globEscape(prefix) + pattern
+	scans := []scanPass{
+		{match: match, locks: true, readers: pattern == "*"},
+		{match: "{" + match + "}:readers", readers: true},
+	}
+	if pattern != "*" {
+		scans = append(scans, scanPass{match: match + ":readers", readers: true})
+	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	add := func(keys []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range keys {
-			if !isCompanionKey(k) && strings.HasPrefix(k, prefix) {
-				seen[k[len(prefix):]] = true
+	for _, sc := range scans {
+		add := func(keys []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range keys {
+				lock := k
+				if base, suffix, ok := companionOf(k); ok {
+					if suffix != ":readers" || !sc.readers {
+						continue
+					}
+					if lock, ok = lockOfTag(base, prefix); !ok {
+						continue
+					}
+				} else if !sc.locks {
+					continue
+				}
+				if strings.HasPrefix(lock, prefix) {
+					seen[lock[len(prefix):]] = true
+				}
 			}
 		}
-	}
-	for _, n := range d.nodes {
-		var err error
-		if cc, ok := n.rdb.(*redis.ClusterClient); ok {
-			err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-				return scanNode(ctx, m, match, add)
-			})
-		} else {
-			err = scanNode(ctx, n.rdb, match, add)
-		}
-		if err != nil {
-			return nil, err
+		for _, n := range d.nodes {
+			var err error
+			if cc, ok := n.rdb.(*redis.ClusterClient); ok {
+				err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+					return scanNode(ctx, m, sc.match, add)
+				})
+			} else {
+				err = scanNode(ctx, n.rdb, sc.match, add)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	names := make([]string, 0, len(seen))
@@ -94,6 +118,17 @@ func scanNames(ctx context.Context, d *deployment, prefix, pattern string) ([]st
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// scanPass is one SCAN of scanNames, and which of the keys it finds name locks.
+type scanPass struct {
+	match string
+	// locks: the keys that are not companions are lock keys that match.
+	locks bool
+	// readers: the lock of a readers set it finds matches. So for the SCANs of readers
+	// keys: their patterns end in ":readers", so that the rest of the key, the slot tag,
+	// matches exactly; and for the SCAN of the lock keys with the pattern "*".
+	readers bool
 }
 
 // scanNode SCANs one server for match.
@@ -114,22 +149,53 @@ func scanNode(ctx context.Context, rdb redis.Cmdable, match string, add func([]s
 // companionSuffixes end the keys that belong to a lock without being its lock key
 // (keyspace.Keys.Fence and Aux): the fencing counter, a FairMutex's or a Semaphore's
 // queue, an RWMutex's readers and writers, a Semaphore's permits. A kind that adds
-// companion keys adds their suffixes here.
+// companion keys adds their suffixes here. The FairMutex waiters' channels,
+// Aux("granted:")+token, are matched by grantedInfix.
 var companionSuffixes = []string{":fence", ":queue", ":queue:deadlines", ":readers", ":writers", ":permits"}
 
-// isCompanionKey reports whether key is a companion of some lock key: keyspace names them
-// SlotTag(lock)+suffix, and SlotTag always has a hash tag.
-func isCompanionKey(key string) bool {
+const grantedInfix = ":granted:"
+
+// companionOf reports whether key is a companion of some lock key, and splits it into
+// the lock's slot tag and the suffix (":granted:" for a waiter's channel name). keyspace
+// names companions SlotTag(lock)+suffix, and SlotTag always has a hash tag.
+func companionOf(key string) (tag, suffix string, ok bool) {
+	isTag := func(base string) bool {
+		t, err := keyspace.SlotTag(base)
+		return err == nil && t == base
+	}
 	for _, suffix := range companionSuffixes {
-		base, ok := strings.CutSuffix(key, suffix)
-		if !ok {
-			continue
-		}
-		if tag, err := keyspace.SlotTag(base); err == nil && tag == base {
-			return true
+		if base, ok := strings.CutSuffix(key, suffix); ok && isTag(base) {
+			return base, suffix, true
 		}
 	}
-	return false
+	for i := 0; ; {
+		j := strings.Index(key[i:], grantedInfix)
+		if j < 0 {
+			return "", "", false
+		}
+		if base := key[:i+j]; isTag(base) {
+			return base, grantedInfix, true
+		}
+		i += j + 1
+	}
+}
+
+// lockOfTag returns the lock key under prefix whose slot tag is tag: tag without its
+// braces ("{dlock:x}" for "dlock:x"), or tag itself when the name has a hash tag.
+func lockOfTag(tag, prefix string) (string, bool) {
+	if inner, ok := strings.CutPrefix(tag, "{"); ok {
+		if inner, ok = strings.CutSuffix(inner, "}"); ok && strings.HasPrefix(inner, prefix) {
+			if t, err := keyspace.SlotTag(inner); err == nil && t == tag {
+				return inner, true
+			}
+		}
+	}
+	if strings.HasPrefix(tag, prefix) {
+		if t, err := keyspace.SlotTag(tag); err == nil && t == tag {
+			return tag, true
+		}
+	}
+	return "", false
 }
 
 // globEscape escapes the characters that SCAN MATCH treats as a pattern.

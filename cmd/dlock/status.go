@@ -87,13 +87,13 @@ func (ic *inspectCmd) print(c *cli, d *deployment, infos []lockInfo) error {
 		return enc.Encode(infos)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"NAME", "KIND", "HOLDER", "FENCE", "TTL", "WAITERS"}
+	header := []string{"NAME", "KIND", "HOLDER", "FENCE", "TTL", "WAITERS", "DETAIL"}
 	if d.quorum() {
 		header = append([]string{"NAME", "NODE"}, header[1:]...)
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, in := range infos {
-		row := []string{in.Name, dash(in.Kind), dash(in.Holder), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10)}
+		row := []string{in.Name, dash(in.Kind), dash(in.Holder), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
 		if d.quorum() {
 			row = append([]string{in.Name, in.Node}, row[1:]...)
 		}

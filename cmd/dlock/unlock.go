@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,29 +23,45 @@ var (
 
 // unlockCmd holds the flags of 'dlock unlock'.
 type unlockCmd struct {
-	sf    serverFlags
-	force bool
-	json  bool
+	sf      serverFlags
+	force   bool
+	readers bool
+	json    bool
 }
 
 func (u *unlockCmd) flagSet() *flag.FlagSet {
 	fs := newFlagSet("unlock")
 	u.sf.register(fs)
 	fs.BoolVar(&u.force, "force", false, "really remove the lock")
+	fs.BoolVar(&u.readers, "readers", false, "remove an RWMutex's readers too")
 	fs.BoolVar(&u.json, "json", false, "print JSON")
 	return fs
 }
 
 // unlockResult is what unlock did to one lock on one node; its JSON form is part of the
-// command's contract ('dlock help unlock').
+// command's contract ('dlock help unlock'): fields are added, never changed.
 type unlockResult struct {
 	Name    string `json:"name"`
 	Key     string `json:"key"`
 	Node    string `json:"node,omitempty"` // quorum only
 	Removed bool   `json:"removed"`
 	Kind    string `json:"kind,omitempty"`   // the kind of what was found; empty when nothing
-	Holder  string `json:"holder,omitempty"` // the removed holder's token
+	Holder  string `json:"holder,omitempty"` // the removed holder's (rw: writer's) token
 	TTLms   *int64 `json:"ttl_ms"`           // what its lease had left; -1 without expiry; null when nothing was removed
+
+	Readers        *int64 `json:"readers,omitempty"`         // rw: the live readers found
+	ReadersRemoved bool   `json:"readers_removed,omitempty"` // rw: they were removed (--readers)
+	Holders        *int64 `json:"holders,omitempty"`         // semaphore: the live holders removed
+	PermitsInUse   *int64 `json:"permits_in_use,omitempty"`  // semaphore: the permits they held
+	QueueHead      string `json:"queue_head,omitempty"`      // fair: the first live waiter, told on its own channel
+}
+
+// readersKept is the number of live readers of an RWMutex that were left holding it.
+func (r unlockResult) readersKept() int64 {
+	if r.Kind != kindRW || r.ReadersRemoved {
+		return 0
+	}
+	return deref(r.Readers)
 }
 
 func cmdUnlock(c *cli, args []string) error {
@@ -78,16 +95,19 @@ func cmdUnlock(c *cli, args []string) error {
 	var refused []string
 	for i, name := range names {
 		for _, n := range d.nodes {
-			r, err := forceUnlock(ctx, d, n, name, all[i])
+			r, err := forceUnlock(ctx, d, n, name, all[i], u.readers)
 			if err != nil {
 				return redisFailure(fmt.Sprintf("cannot remove the lock %q on %s", name, n.name), err)
 			}
 			results = append(results, r)
-			if r.Kind != "" && !r.Removed {
+			switch {
+			case r.Kind != "" && !r.Removed && !isLockKind(r.Kind):
 				refused = append(refused, fmt.Sprintf("the key %s is a Redis %s, not a lock that unlock --force can remove; nothing was removed", r.Key, r.Kind))
+			case r.readersKept() > 0:
+				refused = append(refused, fmt.Sprintf("the RWMutex %q is still held by %s: to remove them too, run: dlock unlock --force --readers %s", r.Name, plural(r.readersKept(), "reader"), r.Name))
 			}
 			if !u.json {
-				fmt.Fprintln(c.stdout, describeUnlock(d, r))
+				fmt.Fprintln(c.stdout, describeUnlock(r))
 			}
 		}
 	}
@@ -104,8 +124,17 @@ func cmdUnlock(c *cli, args []string) error {
 	return nil
 }
 
-// forceUnlock removes one lock on one node with the force_unlock script.
-func forceUnlock(ctx context.Context, d *deployment, n node, name string, keys keyspace.Keys) (unlockResult, error) {
+func isLockKind(kind string) bool {
+	switch kind {
+	case kindMutex, kindFair, kindRW, kindSemaphore:
+		return true
+	}
+	return false
+}
+
+// forceUnlock removes one lock on one node with the force_unlock script: a string lock
+// key, an RWMutex's readers with readers set, a Semaphore's holders and permits.
+func forceUnlock(ctx context.Context, d *deployment, n node, name string, keys keyspace.Keys, readers bool) (unlockResult, error) {
 	r := unlockResult{Name: name, Key: keys.Lock}
 	if d.quorum() {
 		r.Node = n.name
@@ -114,41 +143,97 @@ func forceUnlock(ctx context.Context, d *deployment, n node, name string, keys k
 	if d.cluster {
 		publish = "SPUBLISH"
 	}
-	reply, err := forceUnlockScript.Run(ctx, n.rdb, []string{keys.Lock}, keys.Channel, publish).Slice()
+	withReaders := "0"
+	if readers {
+		withReaders = "1"
+	}
+	scriptKeys := []string{
+		keys.Lock, keys.Aux("readers"), keys.Aux("writers"),
+		keys.Aux("queue"), keys.Aux("queue:deadlines"), keys.Aux("permits"),
+	}
+	reply, err := forceUnlockScript.Run(ctx, n.rdb, scriptKeys, keys.Channel, publish, withReaders, keys.Aux("granted:")).Slice()
 	if err != nil {
 		return r, err
 	}
-	if len(reply) != 3 {
+	if len(reply) != 9 {
 		return r, fmt.Errorf("unexpected reply from the force_unlock script: %v", reply)
 	}
-	typ, _ := reply[0].(string)
-	value, _ := reply[1].(string)
-	pttl, _ := reply[2].(int64)
-	switch k, known := kindOf(typ); {
-	case typ == "none":
-	case known && k.forceUnlockable:
-		r.Removed, r.Kind, r.Holder, r.TTLms = true, k.name, k.holder(value), &pttl
-	default:
-		r.Kind = typ
+	r.Kind, _ = reply[0].(string)
+	r.Removed = replyInt(reply[1]) == 1
+	if pttl := replyInt(reply[2]); r.Removed && pttl != -2 {
+		r.TTLms = &pttl
+	}
+	r.Holder, _ = reply[3].(string)
+	switch r.Kind {
+	case kindRW:
+		rd := replyInt(reply[4])
+		r.Readers, r.ReadersRemoved = &rd, replyInt(reply[5]) == 1
+	case kindSemaphore:
+		h, p := replyInt(reply[6]), replyInt(reply[7])
+		r.Holders, r.PermitsInUse = &h, &p
+	case kindFair:
+		r.QueueHead, _ = reply[8].(string)
 	}
 	return r, nil
 }
 
+// kept is what unlock leaves in place: the fencing counter, and also.
+func kept(also string) string {
+	const next = ", so the next holder gets a larger token."
+	if also == "" {
+		return "the fencing counter was kept" + next
+	}
+	return also + " and the fencing counter were kept" + next
+}
+
 // describeUnlock is the line unlock prints for one result.
-func describeUnlock(d *deployment, r unlockResult) string {
+func describeUnlock(r unlockResult) string {
 	where := ""
 	if r.Node != "" {
 		where = " on " + r.Node
 	}
-	switch {
-	case r.Removed:
-		left := "its lease had no expiry"
-		if r.TTLms != nil && *r.TTLms >= 0 {
-			left = fmt.Sprintf("its lease had %v left", roundDuration(time.Duration(*r.TTLms)*time.Millisecond))
+	left := func(what string) string {
+		if r.TTLms == nil || *r.TTLms < 0 {
+			return what + " had no expiry"
 		}
-		return fmt.Sprintf("removed the lock %q%s: holder token %s, %s. Waiters were woken; the fencing counter was kept, so the next holder gets a larger token.", r.Name, where, r.Holder, left)
-	case r.Kind != "":
-		return fmt.Sprintf("not removed: %q%s is a Redis %s, not a dlock mutex", r.Name, where, r.Kind)
+		return fmt.Sprintf("%s had %v left", what, roundDuration(time.Duration(*r.TTLms)*time.Millisecond))
+	}
+	switch {
+	case r.Kind == kindMutex && r.Removed:
+		return fmt.Sprintf("removed the lock %q%s: holder token %s, %s. Waiters were woken; %s", r.Name, where, r.Holder, left("its lease"), kept(""))
+	case r.Kind == kindFair && r.Removed:
+		woke := "No one waits in its queue"
+		if r.QueueHead != "" {
+			woke = "The first live waiter of its queue was told on its own channel, and takes the lock next"
+		}
+		return fmt.Sprintf("removed the lock %q (a FairMutex)%s: holder token %s, %s. %s; %s", r.Name, where, r.Holder, left("its lease"), woke, kept("the queue"))
+	case r.Kind == kindRW && r.Removed:
+		var what []string
+		if r.Holder != "" {
+			what = append(what, fmt.Sprintf("the write lock (writer token %s, %s)", r.Holder, left("its lease")))
+		}
+		if r.ReadersRemoved {
+			s := "the readers (" + strconv.FormatInt(deref(r.Readers), 10) + " live"
+			if r.Holder == "" && deref(r.Readers) > 0 {
+				s += ", " + left("the last lease")
+			}
+			what = append(what, s+")")
+		}
+		s := fmt.Sprintf("removed %s of %q (an RWMutex)%s. Waiters were woken; %s", strings.Join(what, " and "), r.Name, where, kept("the waiting writers"))
+		if n := r.readersKept(); n > 0 {
+			s += fmt.Sprintf(" %s still hold it: add --readers to remove them too.", plural(n, "reader"))
+		}
+		return s
+	case r.Kind == kindRW && r.readersKept() > 0:
+		return fmt.Sprintf("not removed: %q%s is an RWMutex held by %s; add --readers to remove them: dlock unlock --force --readers %s", r.Name, where, plural(r.readersKept(), "reader"), r.Name)
+	case r.Kind == kindSemaphore && r.Removed:
+		held := "no live holders"
+		if h := deref(r.Holders); h > 0 {
+			held = fmt.Sprintf("%s with %s in use, %s", plural(h, "holder"), plural(deref(r.PermitsInUse), "permit"), left("the first lease"))
+		}
+		return fmt.Sprintf("removed the holders of %q (a Semaphore)%s: %s. Waiters were woken; %s", r.Name, where, held, kept("the queue"))
+	case r.Kind != "" && !isLockKind(r.Kind):
+		return fmt.Sprintf("not removed: %q%s is a Redis %s, not a dlock lock", r.Name, where, r.Kind)
 	}
 	return fmt.Sprintf("the lock %q was not held%s: nothing was removed", r.Name, where)
 }
