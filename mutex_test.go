@@ -419,3 +419,16 @@ func TestUnlockWithEndedContextStillReleases(t *testing.T) {
 		t.Fatal("the key was left to expire")
 	}
 }
+
+func TestTryLockOnDeadServerWrapsContext(t *testing.T) {
+	srv, rdb := standalone(t)
+	srv.Pause(t)
+	defer srv.Resume(t)
+	c := newClient(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Mutex("x").TryLock(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), srv.Addr) {
+		t.Fatalf("TryLock on a hung server with a short ctx = %v, want DeadlineExceeded naming the node", err)
+	}
+}

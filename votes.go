@@ -19,7 +19,8 @@ type votes struct {
 	errs     []error // one nodeError per node that failed
 	yes, no  int
 	failed   int
-	decided  bool // the caller's decide said so before every node answered or time ran out
+	decided  bool  // the caller's decide said so before every node answered or time ran out
+	ctxErr   error // ctx's error when the poll ended, if ctx ended it
 	start    time.Time
 }
 
@@ -46,6 +47,7 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		v.decided = decide(v)
 		return v.decided
 	})
+	v.ctxErr = ctx.Err()
 	return v
 }
 
@@ -60,9 +62,13 @@ func (v *votes) problems(c *Client) []error {
 		return errs
 	}
 	waited := time.Since(v.start).Round(time.Millisecond)
+	silence := fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
+	if v.ctxErr != nil {
+		silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
+	}
 	for i, ok := range v.answered {
 		if !ok {
-			errs = append(errs, &nodeError{node: c.nodes[i].name, err: fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)})
+			errs = append(errs, &nodeError{node: c.nodes[i].name, err: silence})
 		}
 	}
 	return errs

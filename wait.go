@@ -222,8 +222,6 @@ func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
 	switch {
 	case a.h != nil:
 		return t.start(a.h, ctx, start)
-	case a.err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("%w (%w)", a.err, ctx.Err())
 	case a.err != nil:
 		return nil, a.err
 	case a.left >= 0:
