@@ -48,6 +48,9 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		return v.decided
 	})
 	v.ctxErr = ctx.Err()
+	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
+		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
+	}
 	return v
 }
 
