@@ -92,9 +92,10 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 			t.releaseAbandoned(token, false)
 		}
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
-	case blocked <= n-need && granted == 0:
-		// Held: wait until enough of the held nodes could be free. Nodes that had not
-		// answered when the verdict was clear may still grant: undo there too.
+	case blocked <= n-need && (granted == 0 || held >= need):
+		// Held (by a majority, even if some free nodes granted this attempt): wait until
+		// enough of the held nodes could be free. Nodes that had not answered when the
+		// verdict was clear may still grant: undo there too.
 		if undo {
 			t.releaseAbandoned(token, false)
 		}

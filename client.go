@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,23 @@ type Client struct {
 	holds  map[*hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
 	closed bool                   // guarded by mu
 	done   chan struct{}          // closed by Close; ends every wait
+
+	// inflight counts the Lock calls under way; Close waits for them (they end at once
+	// when done is closed) before it releases what is held and stops the batchers, so that
+	// an acquisition that lands during Close is seen and released. Add happens under mu
+	// while closed is false, so never after Close began to Wait.
+	inflight sync.WaitGroup
+}
+
+// enter registers a Lock call under way; the caller calls c.inflight.Done when it returns.
+func (c *Client) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.inflight.Add(1)
+	return nil
 }
 
 // node is one Redis deployment.
@@ -53,7 +71,7 @@ type node struct {
 // failover client or a Cluster. A nil rdb or an invalid option gives a Client whose every
 // operation returns an error that says so.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	if rdb == nil {
+	if isNil(rdb) {
 		return failedClient(errors.New("dlock: New was given a nil Redis client: pass a *redis.Client or *redis.ClusterClient"), opts)
 	}
 	c, err := newClient([]redis.UniversalClient{rdb}, opts)
@@ -74,10 +92,18 @@ func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	seen := make(map[string]int, len(nodes))
 	for i, rdb := range nodes {
-		if rdb == nil {
+		if isNil(rdb) {
 			return nil, fmt.Errorf("dlock: NewQuorum: node %d is nil: every node must be a Redis client", i)
 		}
+		for j := range i {
+			if nodes[j] == rdb {
+				return nil, fmt.Errorf("dlock: NewQuorum: nodes %d and %d are the same client: a quorum needs distinct servers, or one server would count twice", j, i)
+			}
+		}
 		name := nodeName(rdb)
+		if !strings.Contains(name, ":") || name == "FailoverClient" {
+			continue // no address to compare (a Sentinel failover client, a custom client)
+		}
 		if j, dup := seen[name]; dup {
 			return nil, fmt.Errorf("dlock: NewQuorum: nodes %d and %d are both %s: a quorum needs distinct servers, or one server would count twice", j, i, name)
 		}
@@ -125,6 +151,21 @@ func failedClient(err error, opts []Option) *Client {
 		}
 	}
 	return &Client{cfg: cfg, err: err, done: make(chan struct{})}
+}
+
+// isNil reports a nil client, including a nil pointer in a non-nil interface.
+func isNil(rdb redis.UniversalClient) bool {
+	switch r := rdb.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return r == nil
+	case *redis.ClusterClient:
+		return r == nil
+	case *redis.Ring:
+		return r == nil
+	}
+	return false
 }
 
 // nodeName names a deployment in errors: its address, never its credentials.
@@ -179,6 +220,9 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.done)
+	c.mu.Unlock()
+	c.inflight.Wait()
+	c.mu.Lock()
 	holds := make([]*hold, 0, len(c.holds))
 	for h := range c.holds {
 		holds = append(holds, h)

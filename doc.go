@@ -20,8 +20,9 @@
 //
 // # What is guaranteed
 //
-// Exclusivity, in time: while a Lease is held, no other Lease of the same name is held,
-// until its ValidUntil. ValidUntil is computed on the local monotonic clock from the
+// Exclusivity, in time: while a Mutex or FairMutex Lease is held, no other Lease of the
+// same name is held, until its ValidUntil (for an RWMutex: no writer beside another writer
+// or a reader; for a Semaphore: no more permits out than its size). ValidUntil is computed on the local monotonic clock from the
 // instant before the request was sent, minus a drift allowance (TTL*factor + 2ms), so that
 // a lease is never taken to last longer than Redis keeps its key. Renewal moves it
 // forward every TTL/3. A holder that cannot renew before ValidUntil loses the lease at
@@ -43,7 +44,7 @@
 // publishes), when the holder's lease runs out (the attempt learned its remaining time),
 // and, if the server publishes keyspace events (notify-keyspace-events containing K, g
 // and x), when another program deletes the key. Goroutines of one process that wait for
-// the same lock queue in order, and only the first of them asks Redis.
+// the same Mutex queue in order, and only the first of them asks Redis.
 //
 // # What is not guaranteed
 //

@@ -57,7 +57,7 @@ func (m *FairMutex) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	if err != nil {
 		return err
 	}
-	return finish(ctx, lease, fn(lease.Context()))
+	return run(ctx, lease, fn)
 }
 
 // fairScheme: the lock key of a Mutex plus a queue of waiter tokens and their deadlines.

@@ -32,6 +32,18 @@ type hold struct {
 	err       error         // guarded by mu: nil while held, then ErrReleased or ErrLost
 	reason    string        // guarded by mu: why the hold ended, for messages
 	releasing bool          // guarded by mu: Unlock is in progress; renewal results are moot
+	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
+	applied   uint64        // guarded by mu: the number of the newest one whose result was applied
+}
+
+// send numbers a renewal or Extend about to be sent. Results are applied newest first:
+// an older result that arrives late (renewals and Extends travel different paths) never
+// overwrites a newer one.
+func (h *hold) send() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sent++
+	return h.sent
 }
 
 // state reports the hold's error, counting a passed deadline as lost even if the scheduler
@@ -141,6 +153,9 @@ func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 // longer ours: then the lease is lost and Extend returns ErrNotHeld.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
+		if !l.outer && l.h.state() == nil {
+			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.name, ErrNotHeld, err)
+		}
 		return l.h.endedError("extend")
 	}
 	if err := checkTTL(ttl); err != nil {

@@ -38,7 +38,9 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx,
 
 // TryLock makes one attempt to acquire the mutex and returns an error wrapping
 // ErrNotAcquired if it is held. Re-entry works as for Lock.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, &request{try: true}) }
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	return m.t.lock(ctx, &request{try: true})
+}
 
 // Do runs fn while holding the mutex: Lock, fn with the lease's context, Unlock. It returns
 // fn's error; if the lease was lost while fn ran, the error also wraps ErrLost, since the
@@ -48,12 +50,26 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	if err != nil {
 		return err
 	}
-	return finish(ctx, lease, fn(lease.Context()))
+	return run(ctx, lease, fn)
 }
 
 // unlockTimeout bounds the Unlock that Do and the CLI send after the work is done, when the
 // caller's context may already have ended.
 const unlockTimeout = 5 * time.Second
+
+// run runs fn under lease and unlocks it, also when fn panics (the panic goes on after
+// the Unlock: a recovered panic must not leave the lock held).
+func run(ctx context.Context, lease *Lease, fn func(ctx context.Context) error) (err error) {
+	done := false
+	defer func() {
+		if !done {
+			_ = finish(ctx, lease, nil)
+		}
+	}()
+	fnErr := fn(lease.Context())
+	done = true
+	return finish(ctx, lease, fnErr)
+}
 
 // finish unlocks lease after fn returned fnErr and combines what went wrong.
 func finish(ctx context.Context, lease *Lease, fnErr error) error {

@@ -62,28 +62,47 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
+	seq := h.send()
 	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
 		func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	deadline := quorum.Deadline(v.start, ttl, c.cfg.driftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
-		h.renewed(v.start, ttl, deadline)
+		h.renewed(seq, v.start, ttl, deadline)
 		return nil
 	case v.no > n-need:
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
 		return h.endedError("extend")
 	}
+	// No verdict, but the PEXPIRE may have landed: if it shortened the lease, exclusivity
+	// now ends at the shorter deadline.
+	h.shorten(deadline)
 	return &quorumError{op: "extend", name: h.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
 }
 
-// renewed records a successful renewal or Extend sent at start.
-func (h *hold) renewed(start time.Time, ttl time.Duration, deadline time.Time) {
+// shorten moves the deadline earlier, never later.
+func (h *hold) shorten(deadline time.Time) {
 	h.mu.Lock()
-	if h.err != nil || h.releasing {
+	if h.err != nil || !deadline.Before(h.deadline) {
 		h.mu.Unlock()
 		return
 	}
+	h.deadline = deadline
+	h.mu.Unlock()
+	h.c.sched.Shorten(&h.entry, deadline)
+}
+
+// renewed records a successful renewal or Extend sent at start.
+// Results are applied only if newer than the last one applied, and never revive a hold
+// whose deadline has passed.
+func (h *hold) renewed(seq uint64, start time.Time, ttl time.Duration, deadline time.Time) {
+	h.mu.Lock()
+	if h.err != nil || h.releasing || seq <= h.applied || !time.Now().Before(h.deadline) {
+		h.mu.Unlock()
+		return
+	}
+	h.applied = seq
 	h.ttl, h.deadline = ttl, deadline
 	h.mu.Unlock()
 	var renewAt time.Time

@@ -17,6 +17,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 	n := len(c.nodes)
 	holds := make([]*hold, 0, len(entries))
 	ttls := make([]time.Duration, 0, len(entries))
+	seqs := make([]uint64, 0, len(entries))
 	minTTL := time.Duration(0)
 	for _, e := range entries {
 		h := e.Value.(*hold)
@@ -28,6 +29,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		}
 		holds = append(holds, h)
 		ttls = append(ttls, ttl)
+		seqs = append(seqs, h.send())
 		if minTTL == 0 || ttl < minTTL {
 			minTTL = ttl
 		}
@@ -52,11 +54,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 			batch.Pipeline(context.Background(), c.nodes[node].rdb, calls)
 			done <- node
 		}
-		if n == 1 {
-			run()
-		} else {
-			go run()
-		}
+		go run() // even for one node: a hung server must not hold up the verdict
 	}
 	answered := make([]bool, n)
 	timer := time.NewTimer(c.renewTimeout(minTTL))
@@ -90,7 +88,7 @@ wait:
 		deadline := quorum.Deadline(start, ttls[i], c.cfg.driftFactor)
 		switch {
 		case ok >= need && now.Before(deadline):
-			h.renewed(start, ttls[i], deadline)
+			h.renewed(seqs[i], start, ttls[i], deadline)
 		case gone > n-need:
 			h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
 		default:

@@ -99,7 +99,7 @@ func (readScheme) extend(t *target, token, ttl string, call *batch.Call) {
 }
 
 func (readScheme) leave(*target, *request, *batch.Call) bool { return false }
-func (readScheme) need(n int) int                             { return mutexScheme{}.need(n) }
+func (readScheme) need(n int) int                            { return mutexScheme{}.need(n) }
 func (readScheme) channels(t *target, _ *request, n *node) []notify.Channel {
 	return rwChannels(t, n)
 }

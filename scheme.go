@@ -94,7 +94,7 @@ func (mutexScheme) extend(t *target, token, ttl string, call *batch.Call) {
 }
 
 func (mutexScheme) leave(*target, *request, *batch.Call) bool { return false }
-func (mutexScheme) need(n int) int                             { return quorum.Majority(n) }
+func (mutexScheme) need(n int) int                            { return quorum.Majority(n) }
 
 func (mutexScheme) channels(t *target, _ *request, n *node) []notify.Channel {
 	return []notify.Channel{releaseChannel(t, n), keyspaceChannel(n, t.keys.Lock)}

@@ -50,8 +50,18 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 		return nil, t.gaveUp(ctx, -1)
 	}
 	r.waiter = newToken()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.inflight.Done()
 	if r.try {
-		return t.tryLock(ctx, r)
+		lease, err := t.tryLock(ctx, r)
+		if err != nil && t.scheme.queued() && t.scheme.stable() {
+			// A try never queues, but its attempt may have landed after a timeout: a stable
+			// token is not undone by the attempt, so leave, which releases what landed.
+			t.leaveQueue(r)
+		}
+		return lease, err
 	}
 
 	if t.scheme.localQueue() {

@@ -7,6 +7,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,16 +74,28 @@ func New(rdb redis.UniversalClient, inFlight int) *Batcher {
 	return b
 }
 
-// lane returns the queue of c's first key (FNV-1a).
+// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
+// (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
 func (b *Batcher) lane(c *Call) chan *Call {
 	if len(c.Keys) == 0 || len(b.lanes) == 1 {
 		return b.lanes[0]
 	}
+	key := hashTag(c.Keys[0])
 	h := uint32(2166136261)
-	for i := 0; i < len(c.Keys[0]); i++ {
-		h = (h ^ uint32(c.Keys[0][i])) * 16777619
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
 	}
 	return b.lanes[h%uint32(len(b.lanes))]
+}
+
+// hashTag is what Redis Cluster hashes: the first {...} with something inside, else all.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
 }
 
 // Send queues c. It blocks only while the queue is full (a hung node under load), and not

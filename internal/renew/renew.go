@@ -94,6 +94,15 @@ func (s *Scheduler) Renewed(e *Entry, renewAt, deadline time.Time) {
 	s.update(e, func() { e.renewAt, e.deadline, e.inFlight = renewAt, deadline, false })
 }
 
+// Shorten moves e's deadline earlier; a later deadline is ignored.
+func (s *Scheduler) Shorten(e *Entry, deadline time.Time) {
+	s.update(e, func() {
+		if deadline.Before(e.deadline) {
+			e.deadline = deadline
+		}
+	})
+}
+
 // Retry records a failed renewal; the next attempt is at `at`, the deadline is unchanged.
 func (s *Scheduler) Retry(e *Entry, at time.Time) {
 	s.update(e, func() { e.renewAt, e.inFlight = at, false })
