@@ -4,7 +4,7 @@
 //
 // Buyers are goroutines, each with its own Redis connections and dlock Client, as
 // separate services would have. Each purchase reads the stock from a real SQL database,
-// pays (1ms), then runs UPDATE ... SET stock = stock - 1. Without a lock, buyers read the
+// pays (5ms), then runs UPDATE ... SET stock = stock - 1. Without a lock, buyers read the
 // same stock and the stock goes negative. With dlock, each purchase runs alone. Last, the
 // UPDATE carries the fencing token (... WHERE id = $2 AND last_token < $1): a buyer whose
 // short lease ran out during a pause comes back, writes, and is refused.

@@ -13,7 +13,7 @@ import (
 
 // paymentTime is how long a buyer takes to pay, between reading the stock and writing it:
 // the window in which, without a lock, other buyers read the same stock.
-const paymentTime = time.Millisecond
+const paymentTime = 5 * time.Millisecond
 
 // lockName is the lock that guards the product's stock.
 var lockName = fmt.Sprintf("example:flashsale:product:%d", productID)

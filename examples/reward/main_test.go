@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The members start together and the verification sleeps 5ms between the check and the
+// The members start together and the verification sleeps 50ms between the check and the
 // insert: without a lock, the members of a family all pass the check before the first
 // insert lands.
 
