@@ -1,19 +1,30 @@
 # GNU make. `make` / `make test`: install what the tests need if it is missing
 # (redis-server; the PostgreSQL server for examples/), vet, test.
 #
-# go.work makes the root module and examples/ (a module of its own, so that its database
-# drivers stay out of the core's go.mod) one workspace. In a workspace, ./... still stops
-# at the examples/ module, so both patterns are named.
+# go.work makes the root module, examples/ and bench/ (modules of their own, so that their
+# database drivers and the peer libraries stay out of the core's go.mod) one workspace. In
+# a workspace, ./... still stops at those modules, so each pattern is named. `make test`
+# does not run the benchmark suite; vet covers it, so that a change to the API it uses
+# shows at once.
 GO ?= go
 PKGS = ./... ./examples/...
+VET_PKGS = $(PKGS) ./bench/...
 
-.PHONY: test vet deps
+.PHONY: test vet deps bench
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 vet:
-	$(GO) vet $(PKGS)
+	$(GO) vet $(VET_PKGS)
+
+# `make bench`: dlock against redsync, bsm/redislock, rueidislock and a bare SET NX loop,
+# on redis-server processes it starts itself (about 4 minutes; needs redis-server: `make
+# deps`). It rewrites the generated part of BENCHMARKS.md and bench/waits.png; the raw
+# results go to bench/results/ (ignored by git). Flags: go run ./bench -h.
+BENCH_FLAGS ?=
+bench:
+	$(GO) run ./bench --md BENCHMARKS.md --plot bench/waits.png --json bench/results/results.json $(BENCH_FLAGS)
 
 # Where Debian keeps the PostgreSQL server binaries (off PATH).
 PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The hot-key scenario re-runs this binary as its workers.
+	if spec := os.Getenv(workerEnv); spec != "" {
+		if err := workerMain(spec, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// keyMetric is the metric every result of a scenario must have, and it must be positive.
+var keyMetric = map[string]string{
+	scThroughput: "ops_per_s",
+	scAllocs:     "allocs_per_op",
+	scHotKey:     "grants_per_s",
+	scFair:       "grants_per_s",
+	scQuorum:     "p50_5_us",
+	scLeases:     "cmds_per_tick",
+	scCommands:   "client_cmds_per_op",
+}
+
+// TestSmoke runs every scenario for every library briefly against real redis-server
+// processes and checks what the run wrote: well-formed JSON with results from every
+// library, a PNG, and the Markdown report. It checks no timing.
+func TestSmoke(t *testing.T) {
+	dir := t.TempDir()
+	cfg := defaultConfig()
+	cfg.Duration = 400 * time.Millisecond
+	cfg.Runs = 1
+	cfg.Leases = 200
+	cfg.LeaseTTL = 300 * time.Millisecond
+	cfg.AllocOps = 200
+	cfg.CommandOps = 50
+	cfg.Quiet = !testing.Verbose()
+	out := outputs{
+		JSON: filepath.Join(dir, "results", "results.json"),
+		MD:   filepath.Join(dir, "BENCHMARKS.md"),
+		Plot: filepath.Join(dir, "waits.png"),
+	}
+	// An existing report keeps its hand-written text.
+	const handWritten = "Hand-written notes stay.\n"
+	if err := os.WriteFile(out.MD, []byte("# Title\n\n"+mdBegin+"\nold\n"+mdEnd+"\n"+handWritten), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	start := time.Now()
+	if err := run(cfg, out, "go test ./bench", &log, false); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	t.Logf("the suite took %v", time.Since(start).Round(time.Millisecond))
+	if testing.Verbose() {
+		t.Log(log.String())
+	}
+
+	raw, err := os.ReadFile(out.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("results JSON is not well-formed: %v", err)
+	}
+	if rep.Machine.NumCPU < 1 || rep.Machine.Go == "" || rep.Machine.Redis == "" {
+		t.Errorf("machine description incomplete: %+v", rep.Machine)
+	}
+	for _, l := range libraries {
+		if rep.Versions[l.Module] == "" {
+			t.Errorf("no version for %s", l.Module)
+		}
+	}
+	for _, sc := range scenarioOrder {
+		for _, lib := range scenarioLibs(sc) {
+			rs := rep.find(sc, lib)
+			if len(rs) != cfg.Runs {
+				t.Errorf("%s/%s: %d results, want %d", sc, lib, len(rs), cfg.Runs)
+				continue
+			}
+			for _, r := range rs {
+				if r.Err != "" {
+					t.Errorf("%s/%s: error: %s", sc, lib, r.Err)
+				}
+				v, ok := r.Metrics[keyMetric[sc]]
+				if !ok || !(v > 0) || math.IsInf(v, 0) {
+					t.Errorf("%s/%s: %s = %v (present %v), want a positive number; metrics %v", sc, lib, keyMetric[sc], v, ok, r.Metrics)
+				}
+				for k, v := range r.Metrics {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Errorf("%s/%s: metric %s = %v", sc, lib, k, v)
+					}
+				}
+				if sc == scHotKey || sc == scFair {
+					if len(r.Samples) == 0 {
+						t.Errorf("%s/%s: no samples", sc, lib)
+					}
+					gs := map[int]bool{}
+					for _, s := range r.Samples {
+						gs[s.G] = true
+						if s.Acq != 0 && (s.Acq < s.Req || s.Rel < s.Acq) {
+							t.Errorf("%s/%s: sample out of order: %+v", sc, lib, s)
+							break
+						}
+					}
+					if len(gs) != cfg.HotWorkers*cfg.HotGoroutines {
+						t.Errorf("%s/%s: samples from %d goroutines, want %d", sc, lib, len(gs), cfg.HotWorkers*cfg.HotGoroutines)
+					}
+				}
+			}
+		}
+	}
+
+	f, err := os.Open(out.Plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("plot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+		t.Errorf("plot is %v: too small to read", b)
+	}
+
+	md, err := os.ReadFile(out.MD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{mdBegin, mdEnd, handWritten, "| scenario | metric |", "dlock ÷ best peer", "![", "waits.png", "## Machine", "## Libraries"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("BENCHMARKS.md lacks %q", want)
+		}
+	}
+	if strings.Contains(string(md), "\nold\n") {
+		t.Error("BENCHMARKS.md kept the old generated part")
+	}
+	for _, l := range libraries {
+		if !strings.Contains(string(md), l.Label) {
+			t.Errorf("BENCHMARKS.md lacks a column for %s", l.Label)
+		}
+	}
+}
+
+func TestOutOfOrder(t *testing.T) {
+	ms := func(x int) int64 { return int64(x) * int64(time.Millisecond) }
+	// Requests at 0, 1, 2, 3 ms; granted in the order 0, 2, 1, and 3 never.
+	samples := []sample{
+		{G: 0, Req: ms(0), Acq: ms(10), Rel: ms(11)},
+		{G: 1, Req: ms(1), Acq: ms(14), Rel: ms(15)},
+		{G: 2, Req: ms(2), Acq: ms(12), Rel: ms(13)},
+		{G: 3, Req: ms(3)},
+	}
+	got, got1 := outOfOrder(samples, 0, ms(100))
+	// The grant to 2 overtook 1 (1 ms older); the grant to 1 overtook no one but 3 is
+	// younger; the grant to 0 is in order.
+	if got != 1.0/3 || got1 != 0 {
+		t.Errorf("outOfOrder = %v, %v; want 1/3, 0", got, got1)
+	}
+	samples[1].Req = ms(0) - ms(1)/2 // now 2 overtook a request 2.5 ms older, and 0 one 0.5 ms older
+	got, got1 = outOfOrder(samples, ms(-5), ms(100))
+	if got != 2.0/3 || got1 != 1.0/3 {
+		t.Errorf("outOfOrder = %v, %v; want 2/3, 1/3", got, got1)
+	}
+}
+
+func TestHotMetrics(t *testing.T) {
+	base := time.Unix(1000, 0)
+	at := func(ms float64) int64 { return base.Add(time.Duration(ms * float64(time.Millisecond))).UnixNano() }
+	// Two goroutines alternate 1 ms holds with no gap over 10 ms: utilisation 1.
+	var samples []sample
+	for i := range 10 {
+		samples = append(samples, sample{G: i % 2, Req: at(float64(i) - 1), Acq: at(float64(i)), Rel: at(float64(i) + 1)})
+	}
+	res := newResult(scHotKey, libDlock, 1)
+	hotMetrics(res, samples, base, base.Add(10*time.Millisecond), 2)
+	m := res.Metrics
+	if math.Abs(m["utilisation"]-1) > 1e-9 {
+		t.Errorf("utilisation = %v, want 1", m["utilisation"])
+	}
+	if m["wait_p50_ms"] != 1 || m["wait_max_ms"] != 1 {
+		t.Errorf("waits p50 %v max %v, want 1 ms", m["wait_p50_ms"], m["wait_max_ms"])
+	}
+	if m["handoff_p50_us"] != 0 || m["regrant_same_goroutine"] != 0 {
+		t.Errorf("hand-off %v µs, re-grants %v; want 0 and 0", m["handoff_p50_us"], m["regrant_same_goroutine"])
+	}
+	if m["overlaps"] != 0 {
+		t.Errorf("overlaps = %v, want 0", m["overlaps"])
+	}
+	if got := overlaps(append(samples, sample{G: 0, Req: at(2), Acq: at(4.5), Rel: at(5)})); got != 1 {
+		t.Errorf("overlaps with a hold inside another = %d, want 1", got)
+	}
+	if m["min_share"] != 1 || m["starved_goroutines"] != 0 || m["out_of_order"] != 0 {
+		t.Errorf("share %v starved %v out of order %v", m["min_share"], m["starved_goroutines"], m["out_of_order"])
+	}
+}
+
+func TestWriteMarkdownWithoutMarkers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "B.md")
+	if err := os.WriteFile(path, []byte("no markers"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarkdown(path, "table\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), mdBegin+"\n\ntable\n\n"+mdEnd) || strings.Contains(string(b), "no markers") {
+		t.Errorf("got %q", b)
+	}
+}

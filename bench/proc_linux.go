@@ -1,0 +1,53 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sysProcAttr makes the kernel SIGKILL a child (redis-server, worker) when this process
+// dies, even by SIGKILL. (Strictly: when the OS thread that started it exits; the Go
+// runtime only ends threads locked by goroutines that exit, which this program has none of.)
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// processCPU returns the CPU time (user + system) that process pid has used so far.
+func processCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": utime and stime are the 14th and 15th fields, the
+	// 12th and 13th after the ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	k, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const clockTick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(u+k) * clockTick, true
+}
+
+// selfCPU returns the CPU time (user + system) this process has used so far.
+func selfCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package main
+
+import (
+	"syscall"
+	"time"
+)
+
+// sysProcAttr: without Pdeathsig, children are stopped by the deferred cleanup and the
+// signal handler only.
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// processCPU and selfCPU: not measured off Linux.
+func processCPU(int) (time.Duration, bool) { return 0, false }
+func selfCPU() (time.Duration, bool)       { return 0, false }

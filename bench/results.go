@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Scenario names, as used by --only and in the JSON.
+const (
+	scThroughput = "throughput"
+	scAllocs     = "allocs"
+	scHotKey     = "hotkey"
+	scFair       = "fair"
+	scQuorum     = "quorum"
+	scLeases     = "leases"
+	scCommands   = "commands"
+)
+
+var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scHotKey, scFair, scLeases}
+
+// scenarioLibs returns the libraries a scenario measures; the others are N/A there.
+func scenarioLibs(sc string) []string {
+	var out []string
+	for _, l := range libraries {
+		ok := true
+		switch sc {
+		case scHotKey:
+			ok = l.ID != libDlockFair // the fair scenario has it
+		case scFair:
+			ok = l.Fair
+		case scQuorum:
+			ok = l.Quorum
+		case scLeases:
+			ok = l.AutoRenew
+		}
+		if ok {
+			out = append(out, l.ID)
+		}
+	}
+	return out
+}
+
+// result is one measurement: one scenario, one library, one run.
+type result struct {
+	Scenario string             `json:"scenario"`
+	Lib      string             `json:"lib"`
+	Run      int                `json:"run"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Notes    map[string]string  `json:"notes,omitempty"`
+	Err      string             `json:"error,omitempty"`
+	// Hot key and fair scenarios: every sample of every worker.
+	Samples []sample `json:"samples,omitempty"`
+}
+
+// sample is one Lock of the hot-key scenario, in wall-clock nanoseconds (the workers are
+// processes on one machine: one clock). Acq is 0 for a wait that never ended.
+type sample struct {
+	G   int   `json:"g"` // goroutine, 0..15 across the workers
+	Req int64 `json:"q"` // Lock called
+	Acq int64 `json:"a"` // Lock returned the lock
+	Rel int64 `json:"r"` // Unlock called
+}
+
+// report is everything the run produced: the JSON file.
+type report struct {
+	Started  time.Time         `json:"started"`
+	Command  string            `json:"command"`
+	Config   benchConfig       `json:"config"`
+	Machine  machineInfo       `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Results  []*result         `json:"results"`
+	Elapsed  string            `json:"elapsed"`
+}
+
+func (r *report) find(sc, lib string) []*result {
+	var out []*result
+	for _, x := range r.Results {
+		if x.Scenario == sc && x.Lib == lib {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// median returns the median over runs of one metric, and whether any run had it.
+func (r *report) median(sc, lib, metric string) (float64, bool) {
+	var vs []float64
+	for _, x := range r.find(sc, lib) {
+		if v, ok := x.Metrics[metric]; ok && x.Err == "" {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	return medianOf(vs), true
+}
+
+func medianOf(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// quantile of sorted values (nearest rank).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func writeJSON(path string, r *report) error {
+	b, err := json.Marshal(r) // compact: the samples make it large
+	if err != nil {
+		return err
+	}
+	return writeFile(path, b)
+}
