@@ -487,6 +487,7 @@ func TestManyEntries(t *testing.T) {
 
 	var renewals atomic.Int64
 	var goroutines atomic.Int64
+	var slowest atomic.Int64 // the longest a callback took to report its batch
 	r.set(func(batch []*Entry) {
 		goroutines.Store(max(goroutines.Load(), int64(runtime.NumGoroutine())))
 		now := time.Now()
@@ -494,6 +495,7 @@ func TestManyEntries(t *testing.T) {
 			s.Renewed(e, now.Add(period), now.Add(time.Hour))
 		}
 		renewals.Add(int64(len(batch)))
+		slowest.Store(max(slowest.Load(), int64(time.Since(now))))
 	})
 
 	before := runtime.NumGoroutine()
@@ -528,8 +530,17 @@ func TestManyEntries(t *testing.T) {
 	r.mu.Unlock()
 	t.Logf("%d renewals in %d batches (sizes %v) in %v; goroutines %d before, at most %d during",
 		renewals.Load(), batches, sizes, time.Since(start).Round(time.Millisecond), before, goroutines.Load())
-	// Every round but a straggler one is one batch; allow for a noisy machine.
-	if rounds := max(1, int(renewals.Load()/n)); batches > 3*rounds {
+	// Every round but a straggler one is one batch; allow for a noisy machine. A callback
+	// that takes longer than the slack to report its batch (a loaded machine with the race
+	// detector) leaves part of the round in flight when the rest falls due, which splits
+	// rounds: then only check that batching still happened.
+	rounds := max(1, int(renewals.Load()/n))
+	limit := 3 * rounds
+	if time.Duration(slowest.Load()) > slack/2 {
+		t.Logf("a callback took %v to report (slack %v): rounds may split", time.Duration(slowest.Load()), slack)
+		limit = n * rounds / 50
+	}
+	if batches > limit {
 		t.Fatalf("%d batches for %d rounds of %d leases", batches, rounds, n)
 	}
 	if got := goroutines.Load(); got > int64(before)+10 {
