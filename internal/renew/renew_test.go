@@ -534,14 +534,14 @@ func TestManyEntries(t *testing.T) {
 	// that takes longer than the slack to report its batch (a loaded machine with the race
 	// detector) leaves part of the round in flight when the rest falls due, which splits
 	// rounds: then only check that batching still happened.
-	rounds := max(1, int(renewals.Load()/n))
-	limit := 3 * rounds
+	done := max(1, int(renewals.Load()/n))
+	limit := 3 * done
 	if time.Duration(slowest.Load()) > slack/2 {
 		t.Logf("a callback took %v to report (slack %v): rounds may split", time.Duration(slowest.Load()), slack)
-		limit = n * rounds / 50
+		limit = n * done / 50
 	}
 	if batches > limit {
-		t.Fatalf("%d batches for %d rounds of %d leases", batches, rounds, n)
+		t.Fatalf("%d batches for %d rounds of %d leases", batches, done, n)
 	}
 	if got := goroutines.Load(); got > int64(before)+10 {
 		t.Fatalf("%d goroutines during renewal, %d before", got, before)
