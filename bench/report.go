@@ -262,7 +262,7 @@ func renderMarkdown(r *report, out outputs) string {
 			}
 		}
 		p("## Wait times on the hot key\n\n![Wait times on one hot key: CDF and tail, dlock vs peers](%s)\n\n", rel)
-		p("Every grant of every run: the time from calling Lock to getting the lock, %d goroutines in %d processes, %v hold. Left: the share of waits up to x; right: the share longer than x (the tail, log scale). The dashed lines mark the FIFO ideal (%v) and the goal for p99 (twice that).\n\n",
+		p("Every grant of every run, pooled (so the legend's percentiles differ a little from the table's medians of runs): the time from calling Lock to getting the lock, %d goroutines in %d processes, %v hold. Left: the share of waits up to x; right: the share longer than x (the tail, log scale). The dashed lines mark the FIFO ideal (%v) and the goal for p99 (twice that).\n\n",
 			cfg.HotWorkers*cfg.HotGoroutines, cfg.HotWorkers, cfg.Hold, cfg.fifoIdeal())
 	}
 
