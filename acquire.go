@@ -174,33 +174,30 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 	return have+v.yes >= need
 }
 
-// raiseAbandoned raises the fencing counter of the given nodes without waiting for them.
+// raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
+// a node that misses it is raised by the next acquisition anyway.
 func (t *target) raiseAbandoned(nodes []int, fence string) {
-	replies := make(chan *batch.Call, len(nodes))
-	deadline := time.Now().Add(t.cfg.ttl)
-	for _, i := range nodes {
-		t.c.batchers[i].TrySend(&batch.Call{ // never wait: the next acquisition raises it anyway
-			Script: scripts.FenceRaise, Node: i, Deadline: deadline, Done: replies,
-			Keys: []string{t.keys.Fence}, Args: []any{fence},
-		})
-	}
+	t.c.sendAll(nodes, t.cfg.ttl, func(call *batch.Call) bool {
+		call.Script = scripts.FenceRaise
+		call.Keys = []string{t.keys.Fence}
+		call.Args = []any{fence}
+		return true
+	})
 }
 
 // releaseAbandoned releases token on every node without waiting for the replies: it undoes
 // a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
-// wake false it wakes no one: see mutex_release.lua.
+// wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
+// lets the key expire by itself.
 func (t *target) releaseAbandoned(token string, wake bool) {
-	replies := make(chan *batch.Call, len(t.c.nodes))
-	deadline := time.Now().Add(t.cfg.ttl)
-	for i, b := range t.c.batchers {
+	t.c.sendAll(nil, t.cfg.ttl, func(call *batch.Call) bool {
 		publish := ""
 		if wake {
-			publish = t.c.nodes[i].publishCommand()
+			publish = t.c.nodes[call.Node].publishCommand()
 		}
-		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
 		t.scheme.release(t, token, publish, call)
-		b.TrySend(call) // never wait: if the node is that backed up, the key expires by itself
-	}
+		return true
+	})
 }
 
 func (n *node) publishCommand() string {
@@ -212,10 +209,7 @@ func (n *node) publishCommand() string {
 
 // newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
 func (t *target) newHold(token string, fence uint64, start, deadline time.Time, lockCtx context.Context) *hold {
-	h := &hold{
-		c: t.c, t: t, name: t.name, keys: t.keys, token: token, fence: fence,
-		renew: t.cfg.renew, ttl: t.cfg.ttl, deadline: deadline,
-	}
+	h := &hold{c: t.c, t: t, token: token, fence: fence, ttl: t.cfg.ttl, deadline: deadline}
 	h.entry.Value = h
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(lockCtx))
 	return h
@@ -230,7 +224,7 @@ func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Leas
 		return nil, err
 	}
 	var renewAt time.Time
-	if h.renew {
+	if h.t.cfg.renew {
 		renewAt = start.Add(h.ttl / 3)
 	}
 	if !t.c.sched.Add(&h.entry, renewAt, h.ttl/6, h.deadline) {

@@ -113,12 +113,7 @@ func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 }
 
 func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
-	cfg := defaultClientConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+	cfg := newClientConfig(opts)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
@@ -144,13 +139,7 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 }
 
 func failedClient(err error, opts []Option) *Client {
-	cfg := defaultClientConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	return &Client{cfg: cfg, err: err, done: make(chan struct{})}
+	return &Client{cfg: newClientConfig(opts), err: err, done: make(chan struct{})}
 }
 
 // isNil reports a nil client, including a nil pointer in a non-nil interface.

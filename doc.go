@@ -44,7 +44,9 @@
 // publishes), when the holder's lease runs out (the attempt learned its remaining time),
 // and, if the server publishes keyspace events (notify-keyspace-events containing K, g
 // and x), when another program deletes the key. Goroutines of one process that wait for
-// the same Mutex queue in order, and only the first of them asks Redis.
+// the same Mutex queue in order, and only the first of them asks Redis. Waiters that hold
+// a place in a Redis queue (FairMutex, Semaphore, an RWMutex writer) refresh it once a
+// second; that keep-alive, not polling, is what lets a dead waiter be skipped.
 //
 // # What is not guaranteed
 //

@@ -57,17 +57,34 @@ func (e *quorumError) Error() string {
 
 func (e *quorumError) Unwrap() []error { return e.errs }
 
-// explain adds what to do to the errors whose cause is a setting rather than a failure.
+// advice is what to do about the errors whose cause is a setting or the data rather than
+// a passing failure: retrying cannot help them.
+var advice = []struct {
+	match func(msg string) bool
+	hint  string
+}{
+	{refusedCredentials, "the server refused the credentials: check the user and password in the redis options or URL"},
+	{prefix("WRONGTYPE"), "the lock's key is used by something else: choose another name, or another prefix with WithPrefix"},
+	{prefix("NOPERM"), "the Redis user lacks a permission dlock needs: EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels"},
+	{prefix("ERR value is not an integer"), "the lock's fencing counter was overwritten with something else: delete it, or choose another name"},
+}
+
+func prefix(p string) func(string) bool {
+	return func(msg string) bool { return strings.HasPrefix(msg, p) }
+}
+
+func refusedCredentials(msg string) bool {
+	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") ||
+		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password")
+}
+
+// explain adds what to do to the errors that have advice.
 func explain(err error) string {
 	msg := err.Error()
-	switch {
-	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"),
-		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"):
-		return msg + " (the server refused the credentials: check the user and password in the redis options or URL)"
-	case strings.HasPrefix(msg, "WRONGTYPE"):
-		return msg + " (the lock's key is used by something else: choose another name, or another prefix with WithPrefix)"
-	case strings.HasPrefix(msg, "NOPERM"):
-		return msg + " (the Redis user lacks a permission dlock needs: EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels)"
+	for _, a := range advice {
+		if a.match(msg) {
+			return msg + " (" + a.hint + ")"
+		}
 	}
 	return msg
 }
@@ -76,10 +93,10 @@ func explain(err error) string {
 // about credentials, permissions or the data, not about load or topology.
 func permanent(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "WRONGTYPE", "NOPERM", "ERR value is not an integer"} {
-		if strings.HasPrefix(msg, p) {
+	for _, a := range advice {
+		if a.match(msg) {
 			return true
 		}
 	}
-	return strings.Contains(msg, "invalid username-password") || strings.Contains(msg, "invalid password")
+	return false
 }

@@ -6,20 +6,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
 
 // hold is one acquisition in Redis: one token, one fencing token, one deadline. Re-entrant
 // leases share the hold of the outermost one.
 type hold struct {
-	c     *Client
-	t     *target // the lock it holds
-	name  string
-	keys  keyspace.Keys
-	token string // ownership: 128 random bits, hex
+	c     *Client // t.c, kept at hand
+	t     *target // the lock it holds: its name, keys and options
+	token string  // ownership: 128 random bits, hex
 	fence uint64
-	renew bool
 
 	entry renew.Entry // scheduled with the Client's scheduler while the hold lives
 
@@ -77,7 +73,7 @@ func (h *hold) end(err error, reason string) bool {
 	h.cancel(err)
 	h.c.forget(h)
 	if err == ErrLost {
-		h.c.cfg.logger.Warn("dlock: lease lost", "name", h.name, "token", h.fence, "reason", reason)
+		h.c.cfg.logger.Warn("dlock: lease lost", "name", h.t.name, "token", h.fence, "reason", reason)
 	}
 	return true
 }
@@ -90,7 +86,7 @@ func (h *hold) endedError(op string) error {
 	if err == nil {
 		err, reason = ErrLost, "its deadline passed"
 	}
-	return fmt.Errorf("dlock: %s %q: %w: %w (%s)", op, h.name, ErrNotHeld, err, reason)
+	return fmt.Errorf("dlock: %s %q: %w: %w (%s)", op, h.t.name, ErrNotHeld, err, reason)
 }
 
 // Lease is one holding of a lock. It ends when it is unlocked or lost; after that it stays
@@ -112,7 +108,7 @@ type Lease struct {
 }
 
 // Name returns the name of the lock.
-func (l *Lease) Name() string { return l.h.name }
+func (l *Lease) Name() string { return l.h.t.name }
 
 // Token returns the fencing token: strictly greater than the token of every earlier
 // acquisition of the same name, across processes and restarts of the client. Storage that
@@ -154,7 +150,7 @@ func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		if !l.outer && l.h.state() == nil {
-			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.name, ErrNotHeld, err)
+			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.t.name, ErrNotHeld, err)
 		}
 		return l.h.endedError("extend")
 	}
@@ -177,7 +173,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("dlock: unlock %q: %w: %w (already unlocked)", l.h.name, ErrNotHeld, l.err)
+		return fmt.Errorf("dlock: unlock %q: %w: %w (already unlocked)", l.h.t.name, ErrNotHeld, l.err)
 	}
 	if err := l.h.state(); err != nil {
 		l.mu.Unlock()

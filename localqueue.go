@@ -44,11 +44,17 @@ func (c *Client) leave(key string, q *localQueue, w *localWaiter) {
 	c.dropIfIdleLocked(key, q)
 }
 
-// heldLocally returns this process's live hold of key and a channel closed when it ends.
-func (c *Client) heldLocally(key string) (*hold, <-chan struct{}) {
+// heldHere returns this process's live hold of t and a channel closed when it ends. Only
+// locally queued kinds (Mutex, RWMutex writers) record their holds: for the others it
+// reports none.
+func (t *target) heldHere() (*hold, <-chan struct{}) {
+	if !t.scheme.localQueue() {
+		return nil, nil
+	}
+	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if q := c.queues[key]; q != nil && q.held != nil {
+	if q := c.queues[t.keys.Lock]; q != nil && q.held != nil {
 		return q.held, q.changed
 	}
 	return nil, nil
@@ -64,7 +70,7 @@ func (c *Client) adopt(h *hold) error {
 	}
 	c.holds[h] = struct{}{}
 	if h.t.scheme.localQueue() {
-		c.queueLocked(h.keys.Lock).held = h
+		c.queueLocked(h.t.keys.Lock).held = h
 	}
 	return nil
 }
@@ -74,14 +80,14 @@ func (c *Client) forget(h *hold) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.holds, h)
-	q := c.queues[h.keys.Lock]
+	q := c.queues[h.t.keys.Lock]
 	if q == nil || q.held != h {
 		return
 	}
 	q.held = nil
 	close(q.changed)
 	q.changed = make(chan struct{})
-	c.dropIfIdleLocked(h.keys.Lock, q)
+	c.dropIfIdleLocked(h.t.keys.Lock, q)
 }
 
 func (c *Client) queueLocked(key string) *localQueue {

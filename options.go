@@ -16,8 +16,15 @@ type clientConfig struct {
 	err         error // the first invalid option
 }
 
-func defaultClientConfig() clientConfig {
-	return clientConfig{prefix: "dlock:", logger: slog.New(slog.DiscardHandler), driftFactor: 0.01}
+// newClientConfig applies opts to the defaults; cfg.err holds the first invalid one.
+func newClientConfig(opts []Option) clientConfig {
+	cfg := clientConfig{prefix: "dlock:", logger: slog.New(slog.DiscardHandler), driftFactor: 0.01}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return cfg
 }
 
 // WithPrefix sets the namespace of every key the Client writes; the default is "dlock:".

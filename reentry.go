@@ -19,7 +19,7 @@ func heldIn(ctx context.Context, c *Client, kind, lockKey string) *hold {
 	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
 	for ; chain != nil; chain = chain.parent {
 		h := chain.lease.h
-		if h.c == c && h.t.scheme.kind() == kind && h.keys.Lock == lockKey && chain.lease.Err() == nil {
+		if h.c == c && h.t.scheme.kind() == kind && h.t.keys.Lock == lockKey && chain.lease.Err() == nil {
 			return h
 		}
 	}

@@ -24,7 +24,7 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	case h.releasing:
 		h.mu.Unlock()
-		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.name, ErrNotHeld)
+		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
 	h.releasing = true
 	ttl := h.ttl
@@ -52,7 +52,7 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	err := &quorumError{op: "unlock", name: h.name, got: released + gone, need: need, total: n, errs: v.problems(c), single: n == 1}
+	err := &quorumError{op: "unlock", name: h.t.name, got: released + gone, need: need, total: n, errs: v.problems(c), single: n == 1}
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
@@ -78,7 +78,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	// No verdict, but the PEXPIRE may have landed: if it shortened the lease, exclusivity
 	// now ends at the shorter deadline.
 	h.shorten(deadline)
-	return &quorumError{op: "extend", name: h.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
+	return &quorumError{op: "extend", name: h.t.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
 }
 
 // shorten moves the deadline earlier, never later.
@@ -106,7 +106,7 @@ func (h *hold) renewed(seq uint64, start time.Time, ttl time.Duration, deadline 
 	h.ttl, h.deadline = ttl, deadline
 	h.mu.Unlock()
 	var renewAt time.Time
-	if h.renew {
+	if h.t.cfg.renew {
 		renewAt = start.Add(ttl / 3)
 	}
 	h.c.sched.Renewed(&h.entry, renewAt, deadline)

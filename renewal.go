@@ -92,7 +92,7 @@ wait:
 		case gone > n-need:
 			h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
 		default:
-			c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.name, "ok", ok, "need", need)
+			c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
 			c.sched.Retry(&h.entry, now.Add(max(ttls[i]/12, minBackoff)))
 		}
 	}

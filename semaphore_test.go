@@ -1,15 +1,12 @@
 package dlock_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/redistest"
@@ -163,6 +160,4 @@ func TestSemaphoreBadInput(t *testing.T) {
 			}
 		})
 	}
-	_ = redis.Nil
-	_ = context.Background
 }

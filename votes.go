@@ -31,7 +31,7 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
 	n := len(c.nodes)
 	v := &votes{n: n, vals: make([]int64, n), answered: make([]bool, n), start: time.Now()}
-	quorum.FanoutTo(ctx, c.batchers, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
+	quorum.Fanout(ctx, c.batchers, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
 		v.answered[call.Node] = true
 		switch {
 		case call.Err != nil:
@@ -75,4 +75,26 @@ func (v *votes) problems(c *Client) []error {
 		}
 	}
 	return errs
+}
+
+// sendAll sends one call to each node (or those listed in only) and does not wait for the
+// replies, nor on a node whose queue is full: it is for what expiry makes good if it is
+// lost (undoing an attempt, leaving a wait list, raising a counter). prepare fills in a
+// call and may decline a node by returning false.
+func (c *Client) sendAll(only []int, life time.Duration, prepare func(call *batch.Call) bool) {
+	nodes := only
+	if nodes == nil {
+		nodes = make([]int, len(c.nodes))
+		for i := range nodes {
+			nodes[i] = i
+		}
+	}
+	replies := make(chan *batch.Call, len(nodes))
+	deadline := time.Now().Add(life)
+	for _, i := range nodes {
+		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
+		if prepare(call) {
+			c.batchers[i].TrySend(call)
+		}
+	}
 }

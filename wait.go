@@ -49,7 +49,9 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, t.gaveUp(ctx, -1)
 	}
-	r.waiter = newToken()
+	if t.scheme.queued() || t.scheme.stable() {
+		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
+	}
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -98,17 +100,15 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
-		if t.scheme.localQueue() {
-			if _, released := c.heldLocally(t.keys.Lock); released != nil {
-				// This process holds the lock: wait for it locally, no round trip.
-				select {
-				case <-released:
-					continue
-				case <-ctx.Done():
-					return nil, t.gaveUp(ctx, -1)
-				case <-c.done:
-					return nil, ErrClosed
-				}
+		if _, released := t.heldHere(); released != nil {
+			// This process holds the lock: wait for it locally, no round trip.
+			select {
+			case <-released:
+				continue
+			case <-ctx.Done():
+				return nil, t.gaveUp(ctx, -1)
+			case <-c.done:
+				return nil, ErrClosed
 			}
 		}
 		start := time.Now()
@@ -183,16 +183,12 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 }
 
 // leaveQueue takes a waiter that gave up out of the wait lists on every node, without
-// waiting for the replies, so that it does not hold up the waiters behind it.
+// waiting for the replies, so that it does not hold up the waiters behind it. An entry a
+// node misses expires by itself.
 func (t *target) leaveQueue(r *request) {
-	replies := make(chan *batch.Call, len(t.c.nodes))
-	deadline := time.Now().Add(time.Duration(waiterTTL) * time.Millisecond)
-	for i, b := range t.c.batchers {
-		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
-		if t.scheme.leave(t, r, call) {
-			b.TrySend(call) // never wait: an entry left behind expires by itself
-		}
-	}
+	t.c.sendAll(nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
+		return t.scheme.leave(t, r, call)
+	})
 }
 
 // sleep waits d, or returns the error that ended the wait.
@@ -224,7 +220,7 @@ func drain(ch chan struct{}) {
 
 // tryLock makes one attempt. A lock this process holds is refused without a round trip.
 func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
-	if h, _ := t.c.heldLocally(t.keys.Lock); h != nil && t.scheme.localQueue() {
+	if h, _ := t.heldHere(); h != nil {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()

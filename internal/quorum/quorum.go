@@ -30,20 +30,15 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, 5*time.Millisecond), 500*time.Millisecond)
 }
 
-// Fanout sends one call to each node at once and hands the replies to tally in the order
+// Fanout sends one call to each node (or to those whose indexes are listed in only; nil
+// means all) at once and hands the replies to tally in the order
 // they arrive, until tally reports that the outcome is decided, every node has answered,
 // the per-node timeout has passed or ctx is done. It returns the number of replies seen.
 //
 // A call still outstanding when Fanout returns is abandoned, not cancelled: it may yet run
 // on its node, so callers that change state in Redis must undo it on every node.
 // prepare fills in each call's Script, Keys and Args; Fanout sets Node, Deadline and Done.
-func Fanout(ctx context.Context, nodes []*batch.Batcher, timeout time.Duration,
-	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
-	return FanoutTo(ctx, nodes, nil, timeout, prepare, tally)
-}
-
-// FanoutTo is Fanout to the nodes whose indexes are listed in only; nil means all.
-func FanoutTo(ctx context.Context, nodes []*batch.Batcher, only []int, timeout time.Duration,
+func Fanout(ctx context.Context, nodes []*batch.Batcher, only []int, timeout time.Duration,
 	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
