@@ -24,6 +24,14 @@ type target struct {
 	keys   keyspace.Keys
 	cfg    lockConfig
 	err    error // an invalid name or option, returned by every method
+
+	// Script arguments that do not change between calls, made (and boxed) once.
+	ttlArg           any      // cfg.ttl in milliseconds
+	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
+	turnIDArg        any      // Mutex: turnID()
+	channelArg       any      // keys.Channel
+	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
+	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
 }
 
 func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
@@ -32,6 +40,13 @@ func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
 	if t.err == nil {
 		t.keys, t.err = keyspace.For(c.cfg.prefix, name)
 	}
+	t.ttlArg = ms(t.cfg.ttl.Milliseconds())
+	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
+	t.turnsLifeArg = ms(max(3*t.cfg.ttl, time.Minute).Milliseconds())
+	t.turnIDArg = t.turnID()
+	t.channelArg = t.keys.Channel
+	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
+	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
 	return t
 }
 
@@ -58,8 +73,10 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	c := t.c
 	n := len(c.nodes)
 	need := t.scheme.need(n)
-	token := r.waiter
-	if !t.scheme.stable() {
+	var token any = r.waiter // boxed once for every call that carries it
+	if ask := t.prepareAttempt(r); ask != nil {
+		token = ask // the process's standing request (turns.go)
+	} else if !t.scheme.stable() {
 		token = newToken()
 	}
 
@@ -68,11 +85,20 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
 	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
 	granted, held := v.yes, v.no
+	if r.firstSent.IsZero() {
+		r.firstSent = v.start
+	}
 
 	if granted >= need && time.Now().Before(deadline) {
+		// The counter's largest value is the top of the reserved block (handoff.go).
 		fence := slices.Max(v.vals)
 		if n == 1 || t.settleFence(ctx, v.vals, fence) {
-			return attempt{h: t.newHold(token, uint64(fence), v.start, deadline, lockCtx)}
+			t.attempted(r, token, v.start, true)
+			spare := uint64(r.reserve - 1)
+			if uint64(fence) <= spare {
+				spare = 0 // a counter someone set below the reservation: use its top alone
+			}
+			return attempt{h: t.newHold(token, uint64(fence)-spare, spare, deadline, lockCtx)}
 		}
 		t.releaseAbandoned(token, true)
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
@@ -105,6 +131,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 				left = append(left, -val)
 			}
 		}
+		t.attempted(r, token, v.start, false)
 		return attempt{left: majorityFree(left, max(need-(n-held-v.failed), 1))}
 	case blocked <= n-need:
 		// Contenders split the votes: each got some nodes, none enough. Each undoes its
@@ -189,7 +216,7 @@ func (t *target) raiseAbandoned(nodes []int, fence string) {
 // a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
 // wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
 // lets the key expire by itself.
-func (t *target) releaseAbandoned(token string, wake bool) {
+func (t *target) releaseAbandoned(token any, wake bool) {
 	t.c.sendAll(nil, t.cfg.ttl, func(call *batch.Call) bool {
 		publish := ""
 		if wake {
@@ -208,10 +235,10 @@ func (n *node) publishCommand() string {
 }
 
 // newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
-func (t *target) newHold(token string, fence uint64, start, deadline time.Time, lockCtx context.Context) *hold {
-	h := &hold{c: t.c, t: t, token: token, fence: fence, ttl: t.cfg.ttl, deadline: deadline}
+func (t *target) newHold(token any, fence, spare uint64, deadline time.Time, lockCtx context.Context) *hold {
+	h := &hold{c: t.c, t: t, token: token, fence: fence, spare: spare, ttl: t.cfg.ttl, deadline: deadline}
 	h.entry.Value = h
-	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(lockCtx))
+	h.bind(lockCtx)
 	return h
 }
 
@@ -232,7 +259,7 @@ func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Leas
 		t.releaseAbandoned(h.token, true)
 		return nil, ErrClosed
 	}
-	return newOuterLease(h, lockCtx), nil
+	return &h.outer, nil
 }
 
 // jitter returns a random duration in [d/2, d), so that contenders that collided retry

@@ -16,8 +16,10 @@ import (
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
 
-// pipelinesInFlight is how many pipelines a Client keeps in flight per node: enough to hide
-// one slow round trip behind others, few enough that a batch forms under load.
+// pipelinesInFlight is how many go-redis pipelines a Client keeps in flight per node of a
+// Cluster or Ring (or a *redis.Client whose options need go-redis): enough to hide one slow
+// round trip behind others, few enough that a batch forms under load. A *redis.Client gets
+// the direct transport instead: one connection, any number of writes in flight.
 const pipelinesInFlight = 4
 
 // closeTimeout bounds the releases that Close sends for the leases it still holds.
@@ -29,16 +31,18 @@ const closeTimeout = 5 * time.Second
 type Client struct {
 	nodes []*node
 	cfg   clientConfig
-	err   error // a construction error, returned by every operation
+	err   error  // a construction error, returned by every operation
+	id    string // this Client's id in Mutex turn lists: random, one per process and Client
 
 	batchers []*batch.Batcher // one per node, in the order of nodes
 	sched    *renew.Scheduler
 
-	mu     sync.Mutex
-	queues map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
-	holds  map[*hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
-	closed bool                   // guarded by mu
-	done   chan struct{}          // closed by Close; ends every wait
+	mu          sync.Mutex
+	queues      map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
+	spareQueues []*localQueue          // guarded by mu: idle queues kept for reuse
+	holds       map[*hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
+	closed      bool                   // guarded by mu
+	done        chan struct{}          // closed by Close; ends every wait
 
 	// inflight counts the Lock calls under way; Close waits for them (they end at once
 	// when done is closed) before it releases what is held and stops the batchers, so that
@@ -118,6 +122,7 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	c := &Client{
+		id:     newToken(),
 		cfg:    cfg,
 		queues: make(map[string]*localQueue),
 		holds:  make(map[*hold]struct{}),

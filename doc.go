@@ -48,6 +48,22 @@
 // a place in a Redis queue (FairMutex, Semaphore, an RWMutex writer) refresh it once a
 // second; that keep-alive, not polling, is what lets a dead waiter be skipped.
 //
+// A hot Mutex stays busy and fair. Unlock hands the lock to the next goroutine of the same
+// process that waits for it, without a round trip: the key stays this process's in Redis,
+// the successor inherits the lease's deadline and renewal, and its fencing token comes
+// from a block reserved when the lock was taken, so it is above its predecessor's and
+// below any later acquisition's. Only the goroutines that were waiting when the lock was
+// taken are served that way; later ones ask Redis. There, processes take turns: a
+// refused Lock leaves a standing request, and a release grants the lock to the process
+// that has waited longest inside the release script, so no process waits while others
+// take the lock again and again, and the next holder needs no round trip of its own. A
+// granted lease starts on the grantee's clock before it first asked, so it never outlasts
+// the key; the grant sets the key for at most 3s, and the grantee's first renewal, at
+// once, extends it to the TTL. A process that dies while it waits can therefore keep the
+// lock for up to 3s after it is granted. Clients of other libraries that SET the key
+// directly take no turns. On a quorum, Mutexes take no turns (independent nodes would
+// pass the lock to different processes) but do hand off within a process.
+//
 // # What is not guaranteed
 //
 // A lease is a promise about time. If the holder's process is paused longer than its
@@ -68,5 +84,8 @@
 //
 // A Mutex called name uses the string key prefix+name (the default prefix is "dlock:"),
 // which holds the holder's token with a TTL, and a fencing counter {prefix+name}:fence
-// that never expires. Both share one Redis Cluster hash slot.
+// that never expires; while processes wait, also a list of them, {prefix+name}:turns, a
+// hash of their standing requests, {prefix+name}:asks; for a moment after a release, the
+// lock key may hold "turn:" and the id of the process it is promised to. All share one
+// Redis Cluster hash slot.
 package dlock

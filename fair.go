@@ -16,9 +16,10 @@ import (
 //
 // A waiter keeps its place by refreshing it every second while it waits; a waiter that
 // gives up leaves at once, and one that dies is skipped within 3 seconds (its entry
-// expires). The waiter that is handed the lock confirms it with one round trip, which
-// also starts its lease on its own clock; if it died, the hand-over expires after 3
-// seconds and the next waiter takes over.
+// expires). The waiter that is handed the lock holds it without a round trip of its
+// own: its lease started on its own clock before it first asked, which was before the
+// hand-over, and its first renewal, sent at once, extends the hand-over (3 seconds) to the
+// TTL. If it died, the hand-over expires after 3 seconds and the next waiter takes over.
 //
 // Unlike Mutex, goroutines of one process do not queue locally: each has its own place
 // in the Redis queue, which is what strict order across processes requires. A FairMutex
@@ -72,17 +73,17 @@ func fairKeys(t *target) []string {
 // waiterChannel is where a waiter is told that the lock was handed to it.
 func waiterChannelPrefix(t *target) string { return t.keys.Aux("granted:") }
 
-func (fairScheme) acquire(t *target, r *request, token string, call *batch.Call) {
+func (fairScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.FairAcquire
 	call.Keys = fairKeys(t)
-	call.Args = []any{token, ms(t.cfg.ttl.Milliseconds()), waiterTTLArg, tryArg(r.try)}
+	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try)}
 }
 
-func (fairScheme) release(t *target, token, publish string, call *batch.Call) {
+func (fairScheme) release(t *target, token any, publish string, call *batch.Call) {
 	fairRelease(t, token, publish, "release", call)
 }
 
-func fairRelease(t *target, token, publish, mode string, call *batch.Call) {
+func fairRelease(t *target, token any, publish, mode string, call *batch.Call) {
 	if publish == "" {
 		publish = t.c.nodes[call.Node].publishCommand() // a hand-over always tells its waiter
 	}
@@ -91,7 +92,7 @@ func fairRelease(t *target, token, publish, mode string, call *batch.Call) {
 	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publish, mode}
 }
 
-func (fairScheme) extend(t *target, token, ttl string, call *batch.Call) {
+func (fairScheme) extend(t *target, token any, ttl string, call *batch.Call) {
 	mutexScheme{}.extend(t, token, ttl, call)
 }
 
@@ -104,7 +105,8 @@ func (fairScheme) need(n int) int { return mutexScheme{}.need(n) }
 
 func (fairScheme) channels(t *target, r *request, n *node) []notify.Channel {
 	return []notify.Channel{
-		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true},
+		// The hand-over comes with its details: the waiter holds the lock at once.
+		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true, Process: r.waiter, Grants: r.grants},
 		keyspaceChannel(n, t.keys.Lock),
 	}
 }
@@ -113,3 +115,4 @@ func (fairScheme) queued() bool     { return true }
 func (fairScheme) localQueue() bool { return false }
 func (fairScheme) stable() bool     { return true }
 func (fairScheme) reentrant() bool  { return true }
+func (fairScheme) handsOff() bool   { return false }

@@ -14,13 +14,16 @@ import (
 type hold struct {
 	c     *Client // t.c, kept at hand
 	t     *target // the lock it holds: its name, keys and options
-	token string  // ownership: 128 random bits, hex
+	token any     // ownership: 128 random bits, a hex string (boxed once: scripts take it as an argument)
 	fence uint64
+	spare uint64 // fencing tokens reserved above fence, for hand-offs in this process
 
 	entry renew.Entry // scheduled with the Client's scheduler while the hold lives
 
 	ctx    context.Context // the outer lease's context; cancelled with the cause when the hold ends
 	cancel context.CancelCauseFunc
+	outer  Lease       // the lease that owns the hold: the one Lock returned
+	values leaseValues // ctx's parent
 
 	mu        sync.Mutex
 	ttl       time.Duration // guarded by mu: the length of each renewal
@@ -51,6 +54,13 @@ func (h *hold) state() error {
 		return ErrLost
 	}
 	return h.err
+}
+
+// ended reports whether end has run.
+func (h *hold) ended() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err != nil
 }
 
 func (h *hold) validUntil() time.Time {

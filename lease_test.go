@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,31 +149,65 @@ func TestUnlockFindsKeyTaken(t *testing.T) {
 	}
 }
 
-// pipelineCounter counts the round trips a go-redis client makes: single commands and
-// pipelines, and the commands pipelines carry.
-type pipelineCounter struct {
-	pipelines, commands, singles atomic.Int64
+// wireCounter counts the round trips on the connections its Dialer makes: a run of writes
+// followed by a read is one. dlock's transport for a *redis.Client bypasses go-redis'
+// hooks but dials with Options.Dialer.
+type wireCounter struct{ roundTrips atomic.Int64 }
+
+func (w *wireCounter) dialer(opts *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: opts.DialTimeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: conn, w: w}, nil
+	}
 }
 
-func (h *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.singles.Add(1)
-		return next(ctx, cmd)
-	}
+type countingConn struct {
+	net.Conn
+	w     *wireCounter
+	wrote atomic.Bool // written since the last read
 }
-func (h *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pipelines.Add(1)
-		h.commands.Add(int64(len(cmds)))
-		return next(ctx, cmds)
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.wrote.Store(true)
+	return c.Conn.Write(p)
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.wrote.Swap(false) {
+		c.w.roundTrips.Add(1)
 	}
+	return n, err
+}
+
+// evalshaCalls is how many EVALSHA the server has run, from INFO commandstats.
+func evalshaCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func TestRenewalIsBatched(t *testing.T) {
 	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	counter := &pipelineCounter{}
+	counter := &wireCounter{}
+	opts := srv.Options()
+	opts.Dialer = counter.dialer(opts)
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	stats := srv.Client(t)
 	c := newClient(t, rdb)
 	ctx := ctxTimeout(t, 60*time.Second)
 	const leases = 1000
@@ -184,12 +221,13 @@ func TestRenewalIsBatched(t *testing.T) {
 		held = append(held, l)
 	}
 	goroutines := runtime.NumGoroutine()
-	rdb.AddHook(counter)
+	before := evalshaCalls(t, stats)
+	counter.roundTrips.Store(0)
 	hold := 3 * time.Second // about 10 renewal intervals of TTL/3
 	time.Sleep(hold)
-	pipelines, commands := counter.pipelines.Load(), counter.commands.Load()
-	t.Logf("%d leases held %v: %d renewals in %d pipelines (+%d single commands); goroutines %d then %d",
-		leases, hold, commands, pipelines, counter.singles.Load(), goroutines, runtime.NumGoroutine())
+	roundTrips, commands := counter.roundTrips.Load(), evalshaCalls(t, stats)-before
+	t.Logf("%d leases held %v: %d renewals in %d round trips; goroutines %d then %d",
+		leases, hold, commands, roundTrips, goroutines, runtime.NumGoroutine())
 	for _, l := range held {
 		if l.Err() != nil {
 			t.Fatalf("a lease ended: %v", l.Err())
@@ -199,8 +237,8 @@ func TestRenewalIsBatched(t *testing.T) {
 		t.Fatalf("only %d renewals of %d leases in %v", commands, leases, hold)
 	}
 	// One round trip per tick: acquired over a short time, the leases fall due together.
-	if ticks := int64(hold / (ttl / 6)); pipelines > 2*ticks {
-		t.Fatalf("%d pipelines in %v: renewal is not batched (at most %d ticks)", pipelines, hold, ticks)
+	if ticks := int64(hold / (ttl / 6)); roundTrips > 2*ticks {
+		t.Fatalf("%d round trips in %v: renewal is not batched (at most %d ticks)", roundTrips, hold, ticks)
 	}
 	if g := runtime.NumGoroutine(); g > goroutines+10 {
 		t.Fatalf("goroutines grew from %d to %d while renewing", goroutines, g)

@@ -1,5 +1,7 @@
 package dlock
 
+import "context"
+
 // localQueue orders the goroutines of this process that wait for one lock key, first come
 // first served. Only the head asks Redis; the others wait for their turn, so that any
 // number of local waiters cost one request per release, not one each. Every field is
@@ -7,30 +9,62 @@ package dlock
 type localQueue struct {
 	waiters []*localWaiter // by arrival; waiters[0] is the head
 	held    *hold          // this process's live outer hold of the key, nil when none
-	changed chan struct{}  // closed (and replaced) when held is cleared
+	// changed is closed (and cleared) when held is cleared or handed to the head; it is
+	// made when the head first waits on it, so an uncontended Lock makes none.
+	changed chan struct{}
+	inTurns bool      // Mutex: this process may be in the lock's turn list in Redis
+	ask     *mutexAsk // Mutex: this process's standing request, nil when none (turns.go)
 }
 
+// signalLocked returns q.changed, making it if need be.
+func (q *localQueue) signalLocked() <-chan struct{} {
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
+}
+
+// notifyLocked wakes whoever waits on q.changed.
+func (q *localQueue) notifyLocked() {
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
+}
+
+// localWaiter is one Lock call in a local queue; it lives in the call's request.
 type localWaiter struct {
-	turn chan struct{} // closed when the waiter becomes the head
+	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
+	turn   chan struct{}   // closed when the waiter becomes the head
+	handed *hold           // guarded by Client.mu: the hold handed to it, until taken
 }
 
-// join appends a waiter to the queue of key.
-func (c *Client) join(key string) (*localQueue, *localWaiter) {
-	w := &localWaiter{turn: make(chan struct{})}
+// closedChan is the turn of a waiter that is the head as soon as it joins.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// join appends w to the queue of key.
+func (c *Client) join(key string, ctx context.Context, w *localWaiter) *localQueue {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queueLocked(key)
-	q.waiters = append(q.waiters, w)
-	if len(q.waiters) == 1 {
-		close(w.turn)
+	w.ctx = ctx
+	if len(q.waiters) == 0 {
+		w.turn = closedChan
+	} else {
+		w.turn = make(chan struct{})
 	}
-	return q, w
+	q.waiters = append(q.waiters, w)
+	return q
 }
 
-// leave removes w and hands the turn to the next waiter if w was the head.
-func (c *Client) leave(key string, q *localQueue, w *localWaiter) {
+// leave removes w and hands the turn to the next waiter if w was the head. It returns a
+// hold handed to w that w did not take (it gave up meanwhile): the caller must end it. It
+// reports whether w was the last waiter of a process that is in the lock's turns, with
+// its standing request's token (or nil): the caller must then take the process out.
+func (c *Client) leave(key string, q *localQueue, w *localWaiter) (untaken *hold, leaveTurns bool, ask any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	untaken, w.handed = w.handed, nil
 	for i, x := range q.waiters {
 		if x != w {
 			continue
@@ -41,23 +75,54 @@ func (c *Client) leave(key string, q *localQueue, w *localWaiter) {
 		}
 		break
 	}
+	if len(q.waiters) == 0 && (q.inTurns || q.ask != nil) {
+		leaveTurns = true
+		if q.ask != nil {
+			ask = q.ask.token
+		}
+		q.inTurns, q.ask = false, nil
+	}
 	c.dropIfIdleLocked(key, q)
+	return untaken, leaveTurns, ask
 }
 
-// heldHere returns this process's live hold of t and a channel closed when it ends. Only
-// locally queued kinds (Mutex, RWMutex writers) record their holds: for the others it
-// reports none.
-func (t *target) heldHere() (*hold, <-chan struct{}) {
+// heldHere returns this process's live hold of t, or nil. Only locally queued kinds
+// (Mutex, RWMutex writers) record their holds: for the others it reports none.
+func (t *target) heldHere() *hold {
 	if !t.scheme.localQueue() {
-		return nil, nil
+		return nil
 	}
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if q := c.queues[t.keys.Lock]; q != nil && q.held != nil {
-		return q.held, q.changed
+	if q := c.queues[t.keys.Lock]; q != nil {
+		return q.held
 	}
-	return nil, nil
+	return nil
+}
+
+// localSignal reports whether this process holds t now, with a channel closed when that
+// hold ends or is handed to the head of the local queue. The channel is made only when
+// the process holds t or always is set; it is nil (never ready) otherwise, and for kinds
+// that do not queue locally.
+//
+// A hold handed to w since its caller last looked counts as a change: the channel is
+// then closed already, so that the caller takes the hold rather than wait for its end.
+func (t *target) localSignal(w *localWaiter, always bool) (held bool, changed <-chan struct{}) {
+	if !t.scheme.localQueue() {
+		return false, nil
+	}
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w != nil && w.handed != nil {
+		return true, closedChan
+	}
+	q := c.queueLocked(t.keys.Lock)
+	if q.held == nil && !always {
+		return false, nil
+	}
+	return q.held != nil, q.signalLocked()
 }
 
 // adopt records a new outer hold. It fails with ErrClosed if Close has begun, since Close
@@ -85,15 +150,21 @@ func (c *Client) forget(h *hold) {
 		return
 	}
 	q.held = nil
-	close(q.changed)
-	q.changed = make(chan struct{})
+	q.notifyLocked()
 	c.dropIfIdleLocked(h.t.keys.Lock, q)
 }
+
+// maxSpareQueues bounds the idle queues a Client keeps for reuse.
+const maxSpareQueues = 64
 
 func (c *Client) queueLocked(key string) *localQueue {
 	q := c.queues[key]
 	if q == nil {
-		q = &localQueue{changed: make(chan struct{})}
+		if n := len(c.spareQueues); n > 0 {
+			q, c.spareQueues = c.spareQueues[n-1], c.spareQueues[:n-1]
+		} else {
+			q = &localQueue{}
+		}
 		c.queues[key] = q
 	}
 	return q
@@ -102,5 +173,9 @@ func (c *Client) queueLocked(key string) *localQueue {
 func (c *Client) dropIfIdleLocked(key string, q *localQueue) {
 	if len(q.waiters) == 0 && q.held == nil && c.queues[key] == q {
 		delete(c.queues, key)
+		if q.changed == nil && !q.inTurns && q.ask == nil && len(c.spareQueues) < maxSpareQueues {
+			q.waiters = q.waiters[:0]
+			c.spareQueues = append(c.spareQueues, q)
+		}
 	}
 }

@@ -30,7 +30,7 @@ const (
 	workerQuorum     = "DLOCK_TEST_QUORUM"  // "1" for NewQuorum over the addrs
 	workerGoroutines = "DLOCK_TEST_GOROUTINES"
 	workerRounds     = "DLOCK_TEST_ROUNDS"
-	workerMode       = "DLOCK_TEST_MODE" // "fairwait": wait for a FairMutex until killed
+	workerMode       = "DLOCK_TEST_MODE" // "fairwait", "mutexwait": wait for a FairMutex or a Mutex until killed
 )
 
 type contention struct {
@@ -120,12 +120,17 @@ func checkLinearizable(t *testing.T, outs [][]byte) {
 // runWorker is the body of a worker process; its exit code is its verdict.
 func runWorker() int {
 	addrs := strings.Split(os.Getenv(workerAddrs), ",")
-	if os.Getenv(workerMode) == "fairwait" {
+	if mode := os.Getenv(workerMode); mode == "fairwait" || mode == "mutexwait" {
 		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
 		c := dlock.New(rdb)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := c.FairMutex("fair").Lock(ctx) // the test kills this process while it waits
+		var err error // the test kills this process while it waits
+		if mode == "fairwait" {
+			_, err = c.FairMutex("fair").Lock(ctx)
+		} else {
+			_, err = c.Mutex("mutex").Lock(ctx)
+		}
 		fmt.Println(err)
 		return 1
 	}

@@ -1,6 +1,9 @@
 package dlock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Re-entry is by context: a lease's Context carries the lease, and a Lock whose ctx
 // carries a live lease of the same lock of the same Client joins that lease's hold instead
@@ -32,12 +35,33 @@ func withLease(base, parent context.Context, l *Lease) context.Context {
 	return context.WithValue(base, leaseKey{}, &leaseChain{lease: l, parent: chain})
 }
 
-// newOuterLease returns the lease that owns h. lockCtx is the ctx given to Lock: the lease
-// context keeps its values, not its cancellation.
-func newOuterLease(h *hold, lockCtx context.Context) *Lease {
-	l := &Lease{h: h, outer: true}
-	l.ctx = withLease(h.ctx, lockCtx, l)
-	return l
+// leaseValues is the parent of an outer lease's context: the values of the ctx given to
+// Lock, without its deadline or cancellation (as context.WithoutCancel), and the lease in
+// front of the leases that ctx carries. It lives inside the hold, so that a hold, its
+// lease and the lease's context values take one allocation.
+type leaseValues struct {
+	lock  context.Context
+	chain leaseChain
+}
+
+func (*leaseValues) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*leaseValues) Done() <-chan struct{}       { return nil }
+func (*leaseValues) Err() error                  { return nil }
+
+func (v *leaseValues) Value(key any) any {
+	if key == (leaseKey{}) {
+		return &v.chain
+	}
+	return v.lock.Value(key)
+}
+
+// bind makes h's outer lease and its context, which keeps the values of lockCtx (the ctx
+// given to Lock), not its cancellation, and is cancelled when h ends.
+func (h *hold) bind(lockCtx context.Context) {
+	parent, _ := lockCtx.Value(leaseKey{}).(*leaseChain)
+	h.values = leaseValues{lock: lockCtx, chain: leaseChain{lease: &h.outer, parent: parent}}
+	h.ctx, h.cancel = context.WithCancelCause(&h.values)
+	h.outer.h, h.outer.outer, h.outer.ctx = h, true, h.ctx
 }
 
 // newInnerLease returns a re-entrant lease sharing h. Its context ends when it is unlocked

@@ -29,6 +29,9 @@ func (h *hold) release(ctx context.Context) error {
 	h.releasing = true
 	ttl := h.ttl
 	h.mu.Unlock()
+	if h.handOff() {
+		return nil
+	}
 
 	c := h.c
 	if ctx.Err() != nil {

@@ -1,7 +1,6 @@
 package dlock
 
 import (
-	"context"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -9,7 +8,7 @@ import (
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
 
-// renewBatch renews the leases that fell due together: one pipeline per node, all nodes at
+// renewBatch renews the leases that fell due together: one write per node, all nodes at
 // once. A lease whose renewal succeeded on a majority moves its deadline to the send time
 // plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
 // is retried soon, until the deadline ends the lease.
@@ -38,32 +37,36 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		return
 	}
 
-	// replies[node][i] is node's answer for holds[i].
+	// replies[node][i] is node's answer for holds[i]. A node counts once it has answered
+	// every call; a call not written by the time the verdict is due is not sent at all.
 	replies := make([][]*batch.Call, n)
-	done := make(chan int, n)
+	answers := make(chan *batch.Call, n*len(holds)) // room for every reply, also the late ones
 	start := time.Now()
+	timeout := c.renewTimeout(minTTL)
 	for node := range c.nodes {
 		calls := make([]*batch.Call, len(holds))
-		answers := make(chan *batch.Call, len(holds))
 		for i, h := range holds {
-			calls[i] = &batch.Call{Node: node, Done: answers}
+			calls[i] = &batch.Call{Node: node, Deadline: start.Add(timeout), Done: answers}
 			h.t.scheme.extend(h.t, h.token, ms(ttls[i].Milliseconds()), calls[i])
 		}
 		replies[node] = calls
-		run := func() {
-			batch.Pipeline(context.Background(), c.nodes[node].rdb, calls)
-			done <- node
-		}
-		go run() // even for one node: a hung server must not hold up the verdict
+		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
 	}
 	answered := make([]bool, n)
-	timer := time.NewTimer(c.renewTimeout(minTTL))
+	missing := make([]int, n) // calls of each node not yet answered
+	for node := range missing {
+		missing[node] = len(holds)
+	}
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 wait:
-	for range n {
+	for waiting := n; waiting > 0; {
 		select {
-		case node := <-done:
-			answered[node] = true
+		case call := <-answers:
+			if missing[call.Node]--; missing[call.Node] == 0 {
+				answered[call.Node] = true
+				waiting--
+			}
 		case <-timer.C:
 			break wait
 		}

@@ -51,7 +51,7 @@ func (rw *RWMutex) rlock(ctx context.Context, try bool) (*Lease, error) {
 	r := &request{try: try}
 	if rw.read.err == nil {
 		if w := heldIn(ctx, rw.read.c, writeScheme{}.kind(), rw.read.keys.Lock); w != nil {
-			r.owner = w.token // downgrade
+			r.owner, _ = w.token.(string) // downgrade
 		}
 	}
 	return rw.read.lock(ctx, r)
@@ -78,20 +78,20 @@ type readScheme struct{}
 
 func (readScheme) kind() string { return "read" }
 
-func (readScheme) acquire(t *target, r *request, token string, call *batch.Call) {
+func (readScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.RwReadAcquire
 	call.Keys = rwKeys(t)
-	call.Args = []any{token, ms(t.cfg.ttl.Milliseconds()), r.owner}
+	call.Args = []any{token, t.ttlArg, r.owner}
 }
 
-func (readScheme) release(t *target, token, publish string, call *batch.Call) {
+func (readScheme) release(t *target, token any, publish string, call *batch.Call) {
 	readers := t.keys.Aux("readers")
 	call.Script = scripts.MemberRelease
 	call.Keys = []string{readers, readers}
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (readScheme) extend(t *target, token, ttl string, call *batch.Call) {
+func (readScheme) extend(t *target, token any, ttl string, call *batch.Call) {
 	readers := t.keys.Aux("readers")
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{readers, readers}
@@ -107,6 +107,7 @@ func (readScheme) queued() bool     { return false }
 func (readScheme) localQueue() bool { return false }
 func (readScheme) stable() bool     { return false }
 func (readScheme) reentrant() bool  { return true }
+func (readScheme) handsOff() bool   { return false }
 
 // writeScheme: the write lock is a Mutex's string key; a waiting writer is listed, with a
 // deadline it refreshes, to keep new readers out.
@@ -114,17 +115,17 @@ type writeScheme struct{}
 
 func (writeScheme) kind() string { return "write" }
 
-func (writeScheme) acquire(t *target, r *request, token string, call *batch.Call) {
+func (writeScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.RwWriteAcquire
 	call.Keys = rwKeys(t)
-	call.Args = []any{token, ms(t.cfg.ttl.Milliseconds()), r.waiter, waiterTTLArg, tryArg(r.try)}
+	call.Args = []any{token, t.ttlArg, r.waiter, waiterTTLArg, flagArg(r.try)}
 }
 
-func (writeScheme) release(t *target, token, publish string, call *batch.Call) {
+func (writeScheme) release(t *target, token any, publish string, call *batch.Call) {
 	mutexScheme{}.release(t, token, publish, call)
 }
 
-func (writeScheme) extend(t *target, token, ttl string, call *batch.Call) {
+func (writeScheme) extend(t *target, token any, ttl string, call *batch.Call) {
 	mutexScheme{}.extend(t, token, ttl, call)
 }
 
@@ -144,3 +145,4 @@ func (writeScheme) queued() bool     { return true }
 func (writeScheme) localQueue() bool { return true }
 func (writeScheme) stable() bool     { return false }
 func (writeScheme) reentrant() bool  { return true }
+func (writeScheme) handsOff() bool   { return false }

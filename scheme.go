@@ -3,6 +3,7 @@ package dlock
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -16,12 +17,12 @@ import (
 type scheme interface {
 	kind() string
 	// acquire prepares one attempt of r with the holder token of the attempt.
-	acquire(t *target, r *request, token string, call *batch.Call)
+	acquire(t *target, r *request, token any, call *batch.Call)
 	// release prepares the end of the hold with token; publish is the publish command, or
 	// "" to wake no one.
-	release(t *target, token, publish string, call *batch.Call)
+	release(t *target, token any, publish string, call *batch.Call)
 	// extend prepares the renewal of the hold with token for ttl milliseconds.
-	extend(t *target, token, ttl string, call *batch.Call)
+	extend(t *target, token any, ttl string, call *batch.Call)
 	// leave prepares taking a waiter that gives up out of the wait lists; it reports false
 	// for schemes that keep none.
 	leave(t *target, r *request, call *batch.Call) bool
@@ -34,14 +35,25 @@ type scheme interface {
 	localQueue() bool // goroutines of one process queue locally; only the first asks Redis
 	stable() bool     // every attempt of a request uses its waiter id as holder token
 	reentrant() bool  // a Lock with a ctx that carries a live lease of it joins that hold
+	handsOff() bool   // Unlock may hand the hold to the next local waiter (see handoff.go)
 }
 
 // request is one call of Lock, TryLock, Acquire...: what all its attempts share.
 type request struct {
-	waiter string // the caller's id in Redis wait lists; stable across its attempts
-	owner  string // RWMutex downgrade: the token of the write lease the caller holds
-	n      int64  // Semaphore: the permits asked for
-	try    bool   // one attempt, never wait
+	waiter string       // the caller's id in Redis wait lists; stable across its attempts
+	owner  string       // RWMutex downgrade: the token of the write lease the caller holds
+	n      int64        // Semaphore: the permits asked for
+	try    bool         // one attempt, never wait
+	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
+	wait   localWaiter
+
+	// Mutex, set before each attempt: see handoff.go, turns.go and mutex_acquire.lua.
+	reserve int64       // fencing tokens to reserve: 1, plus one per local waiter behind the caller
+	inTurns bool        // this process may be in the lock's turn list
+	grants  chan string // the details of grants to this caller, made when it listens (turns.go)
+	// firstSent is when the first attempt of a request with a stable token started:
+	// a FairMutex hand-over to that token happens after it.
+	firstSent time.Time
 }
 
 // Wait-list entries live this long unless their waiter refreshes them, which it does every
@@ -55,12 +67,21 @@ var waiterTTLArg = strconv.Itoa(waiterTTL)
 
 func ms(ttlMillis int64) string { return strconv.FormatInt(ttlMillis, 10) }
 
-func tryArg(try bool) string {
-	if try {
-		return "1"
+// Script arguments that are constants, boxed once.
+var (
+	yesArg, noFlagArg, noArg any = "1", "0", ""
+	publishArgs                  = map[string]any{"PUBLISH": "PUBLISH", "SPUBLISH": "SPUBLISH", "": ""}
+)
+
+func flagArg(b bool) any {
+	if b {
+		return yesArg
 	}
-	return "0"
+	return noFlagArg
 }
+
+// publishArg boxes a publish command (PUBLISH, SPUBLISH or "") without allocating.
+func publishArg(cmd string) any { return publishArgs[cmd] }
 
 func keyspaceChannel(n *node, key string) notify.Channel {
 	return notify.Channel{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, key)}
@@ -75,19 +96,23 @@ type mutexScheme struct{}
 
 func (mutexScheme) kind() string { return "mutex" }
 
-func (mutexScheme) acquire(t *target, _ *request, token string, call *batch.Call) {
+func (mutexScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
-	call.Keys = []string{t.keys.Lock, t.keys.Fence}
-	call.Args = []any{token, ms(t.cfg.ttl.Milliseconds())}
+	call.Keys = t.mutexKeys
+	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(r.inTurns), flagArg(!r.try), t.turnsLifeArg, askLifeArg}
 }
 
-func (mutexScheme) release(t *target, token, publish string, call *batch.Call) {
+func (mutexScheme) release(t *target, token any, publish string, call *batch.Call) {
 	call.Script = scripts.MutexRelease
-	call.Keys = []string{t.keys.Lock}
-	call.Args = []any{token, t.keys.Channel, publish}
+	call.Keys = t.mutexReleaseKeys
+	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
+	if t.turns() {
+		turn = turnArg
+	}
+	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, releaseMode, noArg}
 }
 
-func (mutexScheme) extend(t *target, token, ttl string, call *batch.Call) {
+func (mutexScheme) extend(t *target, token any, ttl string, call *batch.Call) {
 	call.Script = scripts.MutexExtend
 	call.Keys = []string{t.keys.Lock}
 	call.Args = []any{token, ttl}
@@ -96,11 +121,20 @@ func (mutexScheme) extend(t *target, token, ttl string, call *batch.Call) {
 func (mutexScheme) leave(*target, *request, *batch.Call) bool { return false }
 func (mutexScheme) need(n int) int                            { return quorum.Majority(n) }
 
-func (mutexScheme) channels(t *target, _ *request, n *node) []notify.Channel {
-	return []notify.Channel{releaseChannel(t, n), keyspaceChannel(n, t.keys.Lock)}
+func (mutexScheme) channels(t *target, r *request, n *node) []notify.Channel {
+	released := releaseChannel(t, n)
+	if t.turns() && !r.try {
+		// The lock passed to another process wakes this one only once that could have
+		// lapsed; a grant to this one comes with its details (turns.go).
+		released.Process, released.Grants = t.turnID(), r.grants
+		released.TurnLapse = turnLength + time.Millisecond
+		released.GrantLapse = min(t.cfg.ttl, grantLength) + time.Millisecond
+	}
+	return []notify.Channel{released, keyspaceChannel(n, t.keys.Lock)}
 }
 
 func (mutexScheme) queued() bool     { return false }
 func (mutexScheme) localQueue() bool { return true }
 func (mutexScheme) stable() bool     { return false }
 func (mutexScheme) reentrant() bool  { return true }
+func (mutexScheme) handsOff() bool   { return true }

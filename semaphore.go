@@ -66,26 +66,26 @@ func semKeys(t *target) (holders, permits string) {
 	return t.keys.Lock, t.keys.Aux("permits")
 }
 
-func (s semaphoreScheme) acquire(t *target, r *request, token string, call *batch.Call) {
+func (s semaphoreScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.SemaphoreAcquire
 	call.Keys = []string{holders, t.keys.Fence, permits, t.keys.Aux("queue"), t.keys.Aux("queue:deadlines")}
 	call.Args = []any{
-		token, ms(t.cfg.ttl.Milliseconds()), strconv.FormatInt(s.size, 10), strconv.FormatInt(r.n, 10),
+		token, t.ttlArg, strconv.FormatInt(s.size, 10), strconv.FormatInt(r.n, 10),
 		// On a quorum, waiters do not queue: each node would keep its own order, and a
 		// waiter first on some nodes but not on enough of them would wait forever.
-		r.waiter, waiterTTLArg, tryArg(r.try || len(t.c.nodes) > 1), t.keys.Channel, t.c.nodes[call.Node].publishCommand(),
+		r.waiter, waiterTTLArg, flagArg(r.try || len(t.c.nodes) > 1), t.keys.Channel, t.c.nodes[call.Node].publishCommand(),
 	}
 }
 
-func (semaphoreScheme) release(t *target, token, publish string, call *batch.Call) {
+func (semaphoreScheme) release(t *target, token any, publish string, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.MemberRelease
 	call.Keys = []string{holders, permits}
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (semaphoreScheme) extend(t *target, token, ttl string, call *batch.Call) {
+func (semaphoreScheme) extend(t *target, token any, ttl string, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{holders, permits}
@@ -116,3 +116,4 @@ func (semaphoreScheme) queued() bool     { return true }
 func (semaphoreScheme) localQueue() bool { return false }
 func (semaphoreScheme) stable() bool     { return false }
 func (semaphoreScheme) reentrant() bool  { return false }
+func (semaphoreScheme) handsOff() bool   { return false }

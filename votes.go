@@ -22,6 +22,27 @@ type votes struct {
 	decided  bool  // the caller's decide said so before every node answered or time ran out
 	ctxErr   error // ctx's error when the poll ended, if ctx ended it
 	start    time.Time
+
+	// Storage for up to inlineNodes nodes, so that a poll of one deployment (or a small
+	// quorum) allocates once.
+	valsBuf     [inlineNodes]int64
+	answeredBuf [inlineNodes]bool
+	callsBuf    [1]batch.Call
+}
+
+const inlineNodes = 5
+
+func newVotes(n int) (*votes, []batch.Call) {
+	v := &votes{n: n, start: time.Now()}
+	if n <= inlineNodes {
+		v.vals, v.answered = v.valsBuf[:n], v.answeredBuf[:n]
+	} else {
+		v.vals, v.answered = make([]int64, n), make([]bool, n)
+	}
+	if n == 1 {
+		return v, v.callsBuf[:]
+	}
+	return v, make([]batch.Call, n)
 }
 
 // poll sends one call to each node (all of them, or those listed in only) and counts the
@@ -29,9 +50,8 @@ type votes struct {
 // timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled.
 func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
-	n := len(c.nodes)
-	v := &votes{n: n, vals: make([]int64, n), answered: make([]bool, n), start: time.Now()}
-	quorum.Fanout(ctx, c.batchers, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
+	v, calls := newVotes(len(c.nodes))
+	quorum.Fanout(ctx, c.batchers, calls, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
 		v.answered[call.Node] = true
 		switch {
 		case call.Err != nil:

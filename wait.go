@@ -67,15 +67,23 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	}
 
 	if t.scheme.localQueue() {
-		q, w := c.join(t.keys.Lock)
-		defer c.leave(t.keys.Lock, q, w)
-		select {
-		case <-w.turn:
-		case <-ctx.Done():
-			return nil, t.gaveUp(ctx, -1)
-		case <-c.done:
-			return nil, ErrClosed
+		r.local = &r.wait
+		q := c.join(t.keys.Lock, ctx, r.local)
+		lease, err := t.waitTurn(ctx, r)
+		if err != nil && t.scheme.queued() {
+			t.leaveQueue(r)
 		}
+		untaken, leaveTurns, ask := c.leave(t.keys.Lock, q, r.local)
+		if untaken != nil {
+			// Handed over as this caller gave up: pass it on, or release it.
+			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(t.cfg.ttl))
+			_ = untaken.release(release)
+			cancel()
+		}
+		if leaveTurns {
+			t.leaveTurns(ask)
+		}
+		return lease, err
 	}
 	lease, err := t.wait(ctx, r)
 	if err != nil && t.scheme.queued() {
@@ -84,10 +92,22 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	return lease, err
 }
 
+// waitTurn waits for the caller's turn in the local queue, then for the lock.
+func (t *target) waitTurn(ctx context.Context, r *request) (*Lease, error) {
+	select {
+	case <-r.local.turn:
+	case <-ctx.Done():
+		return nil, t.gaveUp(ctx, -1)
+	case <-t.c.done:
+		return nil, ErrClosed
+	}
+	return t.wait(ctx, r)
+}
+
 // wait makes attempts until one succeeds, ctx ends, the Client closes or nodes keep failing.
 func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	c := t.c
-	wake := make(chan struct{}, 1)
+	var wake chan struct{} // made when the first attempt fails: an uncontended Lock needs none
 	var watches []*notify.Watch
 	defer func() {
 		for _, w := range watches {
@@ -100,10 +120,16 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	backoff := minBackoff
 	left := time.Duration(-1)
 	for {
-		if _, released := t.heldHere(); released != nil {
+		if h := c.takeHandoff(r.local); h != nil {
+			return &h.outer, nil
+		}
+		if h := t.takeGrant(r, ctx); h != nil {
+			return t.startGranted(h)
+		}
+		if held, changed := t.localSignal(r.local, false); held {
 			// This process holds the lock: wait for it locally, no round trip.
 			select {
-			case <-released:
+			case <-changed:
 				continue
 			case <-ctx.Done():
 				return nil, t.gaveUp(ctx, -1)
@@ -137,6 +163,10 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 		case !listening:
 			// Listen before waiting, then look again: a release between the attempt and
 			// the subscription would otherwise go unheard.
+			wake = make(chan struct{}, 1)
+			if r.grants == nil {
+				r.grants = make(chan string, 4)
+			}
 			watches = t.watch(ctx, r, wake)
 			listening = true
 			if len(watches) > 0 {
@@ -163,13 +193,16 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 				}
 			}
 		}
-		if t.scheme.queued() {
-			// The wait-list entry dies unless refreshed; an attempt refreshes it.
+		if t.scheme.queued() || t.turns() {
+			// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
+			// an attempt refreshes it.
 			sleep = min(sleep, waiterRefresh*time.Millisecond)
 		}
+		_, changed := t.localSignal(r.local, true) // this process may take the lock meanwhile (TryLock)
 		timer := time.NewTimer(sleep)
 		select {
 		case <-wake:
+		case <-changed:
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
@@ -220,7 +253,7 @@ func drain(ch chan struct{}) {
 
 // tryLock makes one attempt. A lock this process holds is refused without a round trip.
 func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
-	if h, _ := t.heldHere(); h != nil {
+	if h := t.heldHere(); h != nil {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +90,8 @@ type session interface {
 }
 
 // counters counts what a session sends: client calls (go-redis: one per command or
-// pipeline, via a hook; rueidis: one per Do/DoMulti), commands, and writes on its sockets.
+// pipeline, via a hook; rueidis: one per Do/DoMulti; dlock: round trips on its sockets),
+// commands, and writes on its sockets.
 type counters struct {
 	calls, cmds, writes atomic.Int64
 }
@@ -112,7 +115,7 @@ func open(id string, o openOpts) (session, error) {
 	}
 	switch id {
 	case libDlock, libDlockFair:
-		rdbs := goRedisClients(o)
+		rdbs := dlockClients(o)
 		var c *dlock.Client
 		if len(rdbs) == 1 {
 			c = dlock.New(rdbs[0])
@@ -191,6 +194,29 @@ func goRedisClients(o openOpts) []*redis.Client {
 	return rdbs
 }
 
+// dlockClients returns go-redis clients for dlock. dlock sends its scripts on connections
+// of its own, dialled with Options.Dialer, which go-redis' hooks do not see: counting wraps
+// the Dialer instead (it also sees go-redis' own connections, pub/sub included).
+func dlockClients(o openOpts) []*redis.Client {
+	rdbs := make([]*redis.Client, len(o.Addrs))
+	for i, a := range o.Addrs {
+		opt := &redis.Options{Addr: a}
+		if cnt := o.Count; cnt != nil {
+			opt.DialTimeout = 5 * time.Second // go-redis' default, which NewDialer reads
+			dial := redis.NewDialer(opt)      // go-redis' own: TCP keep-alive, TLS if configured
+			opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &wireConn{Conn: conn, c: cnt}, nil
+			}
+		}
+		rdbs[i] = redis.NewClient(opt)
+	}
+	return rdbs
+}
+
 func closeAll(rdbs []*redis.Client) {
 	for _, r := range rdbs {
 		_ = r.Close()
@@ -234,6 +260,83 @@ type countingConn struct {
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.c.writes.Add(1)
 	return c.Conn.Write(p)
+}
+
+// wireConn counts what goes over one connection: socket writes, commands (the RESP arrays
+// written) and round trips, a round trip being a run of writes followed by a read (however
+// many writes and reads: several writes in flight before the first reply are one).
+type wireConn struct {
+	net.Conn
+	c     *counters
+	wrote atomic.Bool // written since the last read
+	mu    sync.Mutex  // for scan: writes may come from several goroutines
+	scan  respScanner
+}
+
+func (w *wireConn) Write(p []byte) (int, error) {
+	w.c.writes.Add(1)
+	w.mu.Lock()
+	w.c.cmds.Add(w.scan.commands(p))
+	w.mu.Unlock()
+	w.wrote.Store(true) // before the write: its reply may come back at once
+	return w.Conn.Write(p)
+}
+
+func (w *wireConn) Read(p []byte) (int, error) {
+	n, err := w.Conn.Read(p)
+	if n > 0 && w.wrote.Swap(false) {
+		w.c.calls.Add(1)
+	}
+	return n, err
+}
+
+// respScanner counts the commands in a stream of RESP commands (arrays of bulk strings),
+// cut anywhere into writes, without allocating once warm.
+type respScanner struct {
+	line  []byte // a header line cut by the end of a write
+	elems int64  // bulk strings still to come in the current command
+	skip  int64  // bytes of bulk data (and CRLF) still to come
+}
+
+func (s *respScanner) commands(p []byte) (n int64) {
+	for len(p) > 0 {
+		if s.skip > 0 {
+			k := min(s.skip, int64(len(p)))
+			s.skip -= k
+			p = p[k:]
+			continue
+		}
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.line = append(s.line, p...)
+			return n
+		}
+		line := p[:i]
+		p = p[i+1:]
+		if len(s.line) > 0 {
+			s.line = append(s.line, line...)
+			line = s.line
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > 0 {
+			num := int64(0)
+			for _, d := range line[1:] {
+				if d >= '0' && d <= '9' {
+					num = num*10 + int64(d-'0')
+				}
+			}
+			switch {
+			case line[0] == '*' && s.elems == 0:
+				n++
+				s.elems = num
+			case line[0] == '$':
+				s.elems--
+				s.skip = num + 2
+			}
+		}
+		s.line = s.line[:0]
+	}
+	return n
 }
 
 // countingRueidis counts rueidis calls. rueidis pipelines concurrent calls on one

@@ -148,10 +148,11 @@ func scanNode(ctx context.Context, rdb redis.Cmdable, match string, add func([]s
 
 // companionSuffixes end the keys that belong to a lock without being its lock key
 // (keyspace.Keys.Fence and Aux): the fencing counter, a FairMutex's or a Semaphore's
-// queue, an RWMutex's readers and writers, a Semaphore's permits. A kind that adds
+// queue, an RWMutex's readers and writers, a Semaphore's permits, a Mutex's turn list
+// and standing requests (keyspace.Keys.Turns, Asks). A kind that adds
 // companion keys adds their suffixes here. The FairMutex waiters' channels,
 // Aux("granted:")+token, are matched by grantedInfix.
-var companionSuffixes = []string{":fence", ":queue", ":queue:deadlines", ":readers", ":writers", ":permits"}
+var companionSuffixes = []string{":fence", ":queue", ":queue:deadlines", ":readers", ":writers", ":permits", ":turns", ":asks"}
 
 const grantedInfix = ":granted:"
 

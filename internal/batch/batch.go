@@ -1,35 +1,65 @@
 // Package batch shares round trips between concurrent callers: every script call that
-// goroutines send to one Redis deployment while a round trip is in flight goes out in the
-// next pipeline. It also lets a caller stop waiting when its context ends, which go-redis
+// goroutines send to one Redis deployment while earlier calls are in flight goes out in the
+// next write. It also lets a caller stop waiting when its context ends, which go-redis
 // itself does not do for a server that accepted the connection and then stopped answering.
+//
+// There are two transports behind one Batcher:
+//
+//   - For a *redis.Client (a standalone server, or a Sentinel failover client), the direct
+//     transport: one connection of its own, dialled with the client's Options.Dialer and set
+//     up as go-redis would (AUTH, SELECT, CLIENT SETNAME), auto-pipelined as rueidis does.
+//     A writer goroutine writes everything queued in one syscall without waiting for the
+//     replies of earlier writes; a reader goroutine answers the calls in order. It bypasses
+//     go-redis entirely, and with it go-redis' hooks and command retries: instrument the
+//     Options.Dialer to observe it. Options it cannot honour (OnConnect, Limiter,
+//     StreamingCredentialsProvider) select the other transport.
+//   - For every other client (Cluster, Ring, ...), go-redis pipelines over a few lanes,
+//     each with one pipeline in flight.
+//
+// Either way, calls for one key are run in the order they were queued: an Unlock never
+// overtakes the Lock that a slow server has not run yet. The exceptions are calls whose
+// fate is unknown: a call that failed with its connection (or its read timeout) may still
+// run on the server after calls sent later on a new connection; a call that the server
+// answers NOSCRIPT (its script cache flushed under a live connection) is sent again after
+// the calls written behind it; and on the go-redis path, SendAll runs a pipeline of its own.
+//
+// Errors: an error reply from Redis is an error that implements redis.Error (match it with
+// redis.HasErrorPrefix or go-redis' Is*Error helpers), a nil reply is redis.Nil, and a call
+// that could not be run says why: the dial or handshake error (a wrong password starts
+// with the server's WRONGPASS), the I/O error that closed the connection, the read timeout.
 package batch
 
 import (
-	"context"
 	"errors"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrStopped is the error of a call sent after Stop.
+// ErrStopped is the error of a call sent after Stop, or still queued when Stop came: it was
+// never sent.
 var ErrStopped = errors.New("dlock: client closed")
 
 // errExpired is the error of a call whose deadline passed before it was sent: it was never
 // sent, so it cannot have changed anything in Redis.
 var errExpired = errors.New("deadline passed before the call was sent")
 
-// maxBatch bounds one pipeline, so that a burst does not become one huge round trip.
+// maxBatch bounds one pipeline or write, so that a burst does not become one huge round
+// trip (a SendAll is kept together all the same).
 const maxBatch = 256
 
 // Call is one script invocation. The caller fills in Script, Keys, Args, Node, Deadline and
-// Done; the batcher fills in Val and Err and then sends the Call on Done exactly once.
+// Done; the batcher fills in Val and Err and then sends the Call on Done exactly once. The
+// caller must not touch the Call between handing it over and receiving it from Done.
+//
+// Err is nil with the script's integer reply in Val; redis.Nil for a nil reply; an error
+// implementing redis.Error for an error reply (match it with redis.HasErrorPrefix);
+// errExpired (see IsExpired) for a call never sent; ErrStopped; or an error that says
+// why the connection failed: a call that was written before that may or may not have run.
 type Call struct {
 	Script   *redis.Script
 	Keys     []string
-	Args     []any
+	Args     []any     // strings, []byte, integers, floats, bools, as go-redis accepts them
 	Node     int       // for the caller: which node the call went to
 	Deadline time.Time // zero for none; a call still queued at its deadline is not sent
 
@@ -40,229 +70,74 @@ type Call struct {
 }
 
 // Batcher sends the calls of one deployment. Its methods are safe for concurrent use.
-//
-// Calls are spread over lanes by their first key, each lane with one pipeline in flight:
-// calls for one key are sent in the order they were queued (an Unlock cannot overtake the
-// Lock that a slow node has not run yet), calls for different keys go out in parallel.
 type Batcher struct {
-	rdb   redis.UniversalClient
-	lanes []chan *Call
-
-	stopOnce sync.Once
-	stopped  chan struct{}
-	wg       sync.WaitGroup
-
-	// sending is read-locked by Send while it may still queue a call, and locked by Stop
-	// before it drains the queue, so that no call is queued after the drain.
-	sending sync.RWMutex
+	d *direct // the direct transport, for a *redis.Client; or nil
+	l *lanes  // go-redis pipelines, for the other clients; or nil
 }
 
-// New starts a batcher with the given number of pipelines in flight at once (lanes).
+// New starts a batcher for rdb. For a *redis.Client whose options the direct transport can
+// honour it opens its own connection when the first call comes; for other clients it keeps
+// inFlight pipelines in flight at once (lanes). New(nil, 0) is a batcher that only answers
+// ErrStopped.
 func New(rdb redis.UniversalClient, inFlight int) *Batcher {
-	b := &Batcher{
-		rdb:     rdb,
-		lanes:   make([]chan *Call, max(inFlight, 1)),
-		stopped: make(chan struct{}),
-	}
-	for i := range b.lanes {
-		b.lanes[i] = make(chan *Call, 4*maxBatch)
-		if i < inFlight { // none for New(nil, 0), a batcher that only answers ErrStopped
-			b.wg.Add(1)
-			go b.work(b.lanes[i])
+	if c, ok := rdb.(*redis.Client); ok && c != nil && inFlight > 0 {
+		if opt := c.Options(); directOptions(opt) == "" {
+			return &Batcher{d: newDirect(opt)}
 		}
 	}
-	return b
+	return &Batcher{l: newLanes(rdb, inFlight)}
 }
 
-// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
-// (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
-func (b *Batcher) lane(c *Call) chan *Call {
-	if len(c.Keys) == 0 || len(b.lanes) == 1 {
-		return b.lanes[0]
+// Send queues c. It blocks only while too many calls wait for the node (a hung node under
+// load), and not past c.Deadline: a call that could not be queued by then is answered with
+// the expiry error, as if it had expired in the queue. It returns false (having sent
+// nothing) if the batcher is stopped.
+func (b *Batcher) Send(c *Call) bool {
+	if b.d != nil {
+		return b.d.send(c, true)
 	}
-	key := hashTag(c.Keys[0])
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return b.lanes[h%uint32(len(b.lanes))]
+	return b.l.send(c, true)
 }
 
-// hashTag is what Redis Cluster hashes: the first {...} with something inside, else all.
-func hashTag(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open+1 : open+1+end]
-		}
+// TrySend is Send without the wait: it returns false, having done nothing, if too many
+// calls wait for the node or the batcher is stopped.
+func (b *Batcher) TrySend(c *Call) bool {
+	if b.d != nil {
+		return b.d.send(c, false)
 	}
-	return key
+	return b.l.send(c, false)
 }
 
-// Send queues c. It blocks only while the queue is full (a hung node under load), and not
-// past c.Deadline: a call that could not be queued by then is answered with the expiry
-// error, as if it had expired in the queue. It returns false (having sent nothing) if the
-// batcher is stopped.
-func (b *Batcher) Send(c *Call) bool { return b.send(c, true) }
-
-// TrySend is Send without the wait: it returns false, having done nothing, if the queue is
-// full or the batcher is stopped.
-func (b *Batcher) TrySend(c *Call) bool { return b.send(c, false) }
-
-func (b *Batcher) send(c *Call, wait bool) bool {
-	b.sending.RLock()
-	defer b.sending.RUnlock()
-	select {
-	case <-b.stopped:
-		return false
-	default:
+// SendAll queues calls so that they go out together: in one write (or one go-redis
+// pipeline), not split with other calls in between. It never blocks and ignores the bound
+// on waiting calls, so it is for a set bounded by the caller, such as the leases due for
+// renewal. Every call is answered on its Done, with ErrStopped if the batcher is stopped;
+// calls whose Deadline passes before they are written are answered with the expiry error.
+func (b *Batcher) SendAll(calls []*Call) {
+	if len(calls) == 0 {
+		return
 	}
-	calls := b.lane(c)
-	select {
-	case calls <- c:
-		return true
-	default:
-		if !wait {
-			return false
-		}
+	if b.d != nil {
+		b.d.sendAll(calls)
+		return
 	}
-	var expired <-chan time.Time
-	if !c.Deadline.IsZero() {
-		timer := time.NewTimer(time.Until(c.Deadline))
-		defer timer.Stop()
-		expired = timer.C
-	}
-	select {
-	case calls <- c:
-		return true
-	case <-b.stopped:
-		return false
-	case <-expired:
-		c.Err = errExpired
-		c.Done <- c
-		return true
-	}
+	b.l.sendAll(calls)
 }
 
-// Stop ends the workers after the round trips in flight and fails the calls still queued
-// with ErrStopped. It waits for the workers.
+// Stop refuses new calls and shuts the batcher down. The direct transport first writes the
+// calls queued before Stop on its current connection (it dials no new one), so that a
+// release queued just before a Client's Close goes out; the go-redis lanes finish the
+// pipelines in flight and send nothing more. Then Stop waits for the replies in flight, for
+// at most the client's ReadTimeout (3s without one), after which the calls still waiting
+// are answered with an error that says they may have run; answers the calls it did not
+// send with ErrStopped; closes the connection; and returns once every goroutine of the
+// batcher has exited. Stop may be called more than once, also concurrently.
 func (b *Batcher) Stop() {
-	b.stopOnce.Do(func() { close(b.stopped) })
-	b.wg.Wait()
-	// A Send that saw the batcher running may still be about to queue its call: wait for
-	// it (with stopped closed it does not block), so that the drain below is the last word.
-	b.sending.Lock()
-	defer b.sending.Unlock()
-	for _, calls := range b.lanes {
-	drain:
-		for {
-			select {
-			case c := <-calls:
-				c.Err = ErrStopped
-				c.Done <- c
-			default:
-				break drain
-			}
-		}
-	}
-}
-
-func (b *Batcher) work(calls chan *Call) {
-	defer b.wg.Done()
-	batch := make([]*Call, 0, maxBatch)
-	for {
-		// Stop takes precedence over queued calls: those are Stop's to fail.
-		select {
-		case <-b.stopped:
-			return
-		default:
-		}
-		select {
-		case c := <-calls:
-			batch = append(batch[:0], c)
-		case <-b.stopped:
-			return
-		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case c := <-calls:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
-		b.exec(batch)
-		clear(batch)
-	}
-}
-
-// exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
-// pipeline. Calls whose deadline has passed are answered without being sent.
-func (b *Batcher) exec(batch []*Call) {
-	now := time.Now()
-	live := batch[:0]
-	for _, c := range batch {
-		if !c.Deadline.IsZero() && !now.Before(c.Deadline) {
-			c.Err = errExpired
-			c.Done <- c
-			continue
-		}
-		live = append(live, c)
-	}
-	ctx := context.Background()
-	switch len(live) {
-	case 0:
-		return
-	case 1:
-		c := live[0]
-		c.Val, c.Err = c.Script.Run(ctx, b.rdb, c.Keys, c.Args...).Int64()
-		c.Done <- c
+	if b.d != nil {
+		b.d.stop()
 		return
 	}
-	Pipeline(ctx, b.rdb, live)
-}
-
-// Pipeline runs calls in one pipeline on rdb and sends each on its Done channel. Calls that
-// find the server's script cache empty (restart, SCRIPT FLUSH) were not run; their scripts
-// are loaded once each and the calls sent again in one more pipeline, so that a restart
-// costs two extra round trips, not one per call.
-func Pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
-	missing := evalSha(ctx, rdb, calls, false)
-	if len(missing) == 0 {
-		return
-	}
-	loaded := make(map[*redis.Script]bool)
-	for _, c := range missing {
-		if !loaded[c.Script] {
-			loaded[c.Script] = true
-			_ = c.Script.Load(ctx, rdb).Err() // on failure the calls fail below
-		}
-	}
-	evalSha(ctx, rdb, missing, true)
-}
-
-// evalSha runs calls in one pipeline and answers them, except those that failed with
-// NOSCRIPT, which it returns unanswered unless last is set (then they are run one by one).
-func evalSha(ctx context.Context, rdb redis.UniversalClient, calls []*Call, last bool) (missing []*Call) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
-	}
-	_, _ = pipe.Exec(ctx)
-	for i, c := range calls {
-		c.Val, c.Err = cmds[i].Int64()
-		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
-			if !last {
-				missing = append(missing, c)
-				continue
-			}
-			// Flushed again, or the load failed: EVAL sends the source itself.
-			c.Val, c.Err = c.Script.Run(ctx, rdb, c.Keys, c.Args...).Int64()
-		}
-		c.Done <- c
-	}
-	return missing
+	b.l.stop()
 }
 
 // IsExpired reports whether err means the call was dropped before it was sent.

@@ -93,6 +93,20 @@ func start(t *testing.T, opts func(*redis.Options)) (*redistest.Server, *redis.C
 	return srv, rdb, cnt
 }
 
+// goredis returns a batcher on the go-redis pipeline path (lanes), whatever the client.
+func goredis(rdb redis.UniversalClient, inFlight int) *Batcher {
+	return &Batcher{l: newLanes(rdb, inFlight)}
+}
+
+// transports are the two ways a Batcher sends, for the tests that hold for both.
+var transports = []struct {
+	name string
+	new  func(rdb *redis.Client, inFlight int) *Batcher
+}{
+	{"direct", func(rdb *redis.Client, inFlight int) *Batcher { return New(rdb, inFlight) }},
+	{"goredis", func(rdb *redis.Client, inFlight int) *Batcher { return goredis(rdb, inFlight) }},
+}
+
 func wait(t *testing.T, done <-chan *Call, within time.Duration) *Call {
 	t.Helper()
 	select {
@@ -107,7 +121,7 @@ func wait(t *testing.T, done <-chan *Call, within time.Duration) *Call {
 func TestSingleCall(t *testing.T) {
 	t.Parallel()
 	_, rdb, cnt := start(t, nil)
-	b := New(rdb, 2)
+	b := goredis(rdb, 2)
 	defer b.Stop()
 
 	done := make(chan *Call, 1)
@@ -137,7 +151,7 @@ func TestSingleCall(t *testing.T) {
 func TestConcurrentCallsSharePipelines(t *testing.T) {
 	t.Parallel()
 	_, rdb, cnt := start(t, nil)
-	b := New(rdb, 2)
+	b := goredis(rdb, 2)
 	defer b.Stop()
 
 	const n = 200
@@ -186,7 +200,7 @@ func TestMaxBatch(t *testing.T) {
 	srv, rdb, cnt := start(t, nil)
 	var largest atomic.Int64
 	rdb.AddHook(&sizeHook{largest: &largest})
-	b := New(rdb, 1)
+	b := goredis(rdb, 1)
 	defer b.Stop()
 
 	// Hold the worker in a round trip while the burst queues up behind it.
@@ -237,7 +251,7 @@ func (h *sizeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestExpiredCallsAreNotSent(t *testing.T) {
 	t.Parallel()
 	srv, rdb, _ := start(t, nil)
-	b := New(rdb, 1)
+	b := goredis(rdb, 1)
 	defer b.Stop()
 
 	srv.Pause(t)
@@ -315,7 +329,7 @@ func TestNoScriptRecovery(t *testing.T) {
 		calls[i] = &Call{Script: s, Keys: []string{"k" + strconv.Itoa(i%5)}, Args: []any{i}, Done: done}
 	}
 	before := cnt.roundTrips()
-	Pipeline(ctx, rdb, calls)
+	pipeline(ctx, rdb, calls)
 	rt := cnt.roundTrips() - before
 	if len(done) != n {
 		t.Fatalf("%d of %d calls answered", len(done), n)
@@ -350,7 +364,7 @@ func TestNoScriptRecovery(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	b := New(rdb, 2)
+	b := goredis(rdb, 2)
 	defer b.Stop()
 	var wg sync.WaitGroup
 	replies := make(chan *Call, n)
@@ -377,7 +391,7 @@ func TestPipelineErrors(t *testing.T) {
 		{Script: incr, Keys: []string{"list"}, Args: []any{1}, Done: done},
 		{Script: incr, Keys: []string{"b"}, Args: []any{2}, Done: done},
 	}
-	Pipeline(ctx, rdb, calls)
+	pipeline(ctx, rdb, calls)
 	if calls[0].Err != nil || calls[0].Val != 1 || calls[2].Err != nil || calls[2].Val != 2 {
 		t.Fatalf("good calls: %+v %+v", calls[0], calls[2])
 	}
@@ -390,7 +404,7 @@ func TestPipelineErrors(t *testing.T) {
 	for _, c := range calls {
 		c.Done, c.Val, c.Err = done, 0, nil
 	}
-	Pipeline(ctx, rdb, calls)
+	pipeline(ctx, rdb, calls)
 	if len(done) != 3 {
 		t.Fatalf("%d of 3 calls answered", len(done))
 	}
@@ -411,7 +425,7 @@ func TestStop(t *testing.T) {
 		o.ReadTimeout = 500 * time.Millisecond
 	})
 	cnt.started = started
-	b := New(rdb, 1)
+	b := goredis(rdb, 1)
 
 	srv.Pause(t)
 	defer srv.Resume(t)
@@ -461,23 +475,23 @@ func TestFullQueue(t *testing.T) {
 	t.Parallel()
 	srv, rdb, cnt := start(t, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
 	cnt.started = make(chan string, 1)
-	b := New(rdb, 1)
+	b := goredis(rdb, 1)
 	defer b.Stop()
 	srv.Pause(t)
 	defer srv.Resume(t)
 
-	backlog := make(chan *Call, 2*cap(b.lanes[0]))
+	backlog := make(chan *Call, 2*cap(b.l.lanes[0]))
 	queued := 0
 	b.Send(&Call{Script: echo, Args: []any{0}, Done: backlog})
 	<-cnt.started // the worker is stuck in its round trip
 	for b.TrySend(&Call{Script: incr, Keys: []string{"backlog"}, Args: []any{1}, Done: backlog}) {
 		queued++
-		if queued > cap(b.lanes[0]) {
-			t.Fatalf("TrySend accepted %d calls into a queue of %d", queued, cap(b.lanes[0]))
+		if queued > cap(b.l.lanes[0]) {
+			t.Fatalf("TrySend accepted %d calls into a queue of %d", queued, cap(b.l.lanes[0]))
 		}
 	}
-	if queued != cap(b.lanes[0]) {
-		t.Fatalf("TrySend refused after %d calls, the queue holds %d", queued, cap(b.lanes[0]))
+	if queued != cap(b.l.lanes[0]) {
+		t.Fatalf("TrySend refused after %d calls, the queue holds %d", queued, cap(b.l.lanes[0]))
 	}
 
 	done := make(chan *Call, 1)
@@ -515,9 +529,18 @@ func TestFullQueue(t *testing.T) {
 // does at the same time.
 func TestSendStopRace(t *testing.T) {
 	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			testSendStopRace(t, tr.new)
+		})
+	}
+}
+
+func testSendStopRace(t *testing.T, newBatcher func(*redis.Client, int) *Batcher) {
 	_, rdb, _ := start(t, nil)
 	for round := range 20 {
-		b := New(rdb, 2)
+		b := newBatcher(rdb, 2)
 		const senders = 16
 		replies := make(chan *Call, 4*maxBatch+senders*64)
 		var accepted atomic.Int64
@@ -558,8 +581,17 @@ func TestSendStopRace(t *testing.T) {
 // server, and the call is answered later all the same.
 func TestPausedServerDoesNotBlockCallers(t *testing.T) {
 	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			testPausedServerDoesNotBlockCallers(t, tr.new)
+		})
+	}
+}
+
+func testPausedServerDoesNotBlockCallers(t *testing.T, newBatcher func(*redis.Client, int) *Batcher) {
 	srv, rdb, _ := start(t, nil)
-	b := New(rdb, 2)
+	b := newBatcher(rdb, 2)
 	defer b.Stop()
 
 	srv.Pause(t)
@@ -619,7 +651,7 @@ func TestCluster(t *testing.T) {
 	for i := range calls {
 		calls[i] = &Call{Script: incr, Keys: []string{fmt.Sprintf("key%d", i)}, Args: []any{1}, Node: i, Done: done}
 	}
-	Pipeline(ctx, rdb, calls)
+	pipeline(ctx, rdb, calls)
 	for _, c := range calls {
 		if c.Err != nil || c.Val != int64(c.Node+2) {
 			t.Fatalf("call %d after SCRIPT FLUSH: %d, %v", c.Node, c.Val, c.Err)

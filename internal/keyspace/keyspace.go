@@ -12,6 +12,8 @@ type Keys struct {
 	Lock    string // the lock itself; for a Mutex a plain string holding the holder's token
 	Fence   string // the fencing counter; never expires
 	Channel string // where releases are published
+	Turns   string // Mutex: the processes waiting, oldest first
+	Asks    string // Mutex: the standing requests of the waiting processes
 	Tag     string // a prefix that hashes to the lock key's slot; see Aux
 }
 
@@ -28,7 +30,8 @@ func For(prefix, name string) (Keys, error) {
 	if err != nil {
 		return Keys{}, err
 	}
-	return Keys{Lock: lock, Fence: tag + ":fence", Channel: tag + ":released", Tag: tag}, nil
+	return Keys{Lock: lock, Fence: tag + ":fence", Channel: tag + ":released",
+		Turns: tag + ":turns", Asks: tag + ":asks", Tag: tag}, nil
 }
 
 // SlotTag returns a prefix that hashes to the same Redis Cluster slot as key: the key itself

@@ -130,6 +130,10 @@ func (n *nodeConn) forget(names []string) {
 func (n *nodeConn) remove(w *Watch) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if w.later != nil {
+		w.later.Stop()
+		w.later = nil
+	}
 	for _, ch := range w.channels {
 		st := n.channels[ch.Name]
 		if st == nil {
@@ -207,10 +211,10 @@ func (n *nodeConn) read() {
 		backoff = 10 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Message:
-			n.wakeChannel(m.Channel, false)
+			n.wakeChannel(m.Channel, m.Payload, false)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				n.wakeChannel(m.Channel, true)
+				n.wakeChannel(m.Channel, "", true)
 			}
 		}
 	}
@@ -240,7 +244,7 @@ func (n *nodeConn) resubscribeSharded() {
 // confirmed. The first confirmation wakes nobody: its waiters are still in Watch, and
 // waking them would leave a false wake-up in a channel they may share with other watches.
 // A confirmation after a reconnect wakes the waiters, who may have missed a message.
-func (n *nodeConn) wakeChannel(name string, confirm bool) {
+func (n *nodeConn) wakeChannel(name, payload string, confirm bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.channels[name]
@@ -253,7 +257,11 @@ func (n *nodeConn) wakeChannel(name string, confirm bool) {
 		return
 	}
 	for w := range st.waiters {
-		w.wake()
+		if confirm {
+			w.wake()
+		} else {
+			w.message(name, payload)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ package quorum
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -30,30 +31,29 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, 5*time.Millisecond), 500*time.Millisecond)
 }
 
-// Fanout sends one call to each node (or to those whose indexes are listed in only; nil
-// means all) at once and hands the replies to tally in the order
+// Fanout sends one call to each node (or to those whose distinct indexes are listed in
+// only; nil means all) at once and hands the replies to tally in the order
 // they arrive, until tally reports that the outcome is decided, every node has answered,
 // the per-node timeout has passed or ctx is done. It returns the number of replies seen.
 //
 // A call still outstanding when Fanout returns is abandoned, not cancelled: it may yet run
 // on its node, so callers that change state in Redis must undo it on every node.
-// prepare fills in each call's Script, Keys and Args; Fanout sets Node, Deadline and Done.
-func Fanout(ctx context.Context, nodes []*batch.Batcher, only []int, timeout time.Duration,
+// calls is the storage of the calls, one per node (calls[i] goes to nodes[i]), which must
+// not be reused: an abandoned call is still written to when its reply comes. prepare fills
+// in each call's Script, Keys and Args; Fanout sets Node, Deadline and Done.
+func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, only []int, timeout time.Duration,
 	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	n := len(nodes)
-	if only != nil {
-		n = len(only)
-	}
 	// Room for every reply: the batcher never blocks on Done, also for the replies that
 	// arrive after Fanout has returned.
-	replies := make(chan *batch.Call, n)
+	replies := getReplies(len(nodes))
 	sent := 0
 	send := func(i int) {
-		c := &batch.Call{Node: i, Deadline: deadline, Done: replies}
+		c := &calls[i]
+		c.Node, c.Deadline, c.Done = i, deadline, replies
 		prepare(c)
 		if !nodes[i].TrySend(c) {
 			// The node's queue is full (a hung node under load) or it is stopped: wait for
@@ -77,14 +77,17 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, only []int, timeout tim
 			send(i)
 		}
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	timer := getTimer(time.Until(deadline))
+	defer putTimer(timer)
 	seen := 0
 	for seen < sent {
 		select {
 		case c := <-replies:
 			seen++
 			if tally(c) {
+				if seen == sent {
+					putReplies(replies)
+				}
 				return seen
 			}
 		case <-timer.C:
@@ -93,5 +96,43 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, only []int, timeout tim
 			return seen
 		}
 	}
+	putReplies(replies) // every reply is in: nothing will be sent on it again
 	return seen
+}
+
+// Reply channels and timers are reused: a Lock and an Unlock need one of each.
+const pooledReplies = 8
+
+var replyPool, timerPool sync.Pool
+
+func getReplies(n int) chan *batch.Call {
+	if n <= pooledReplies {
+		if ch, ok := replyPool.Get().(chan *batch.Call); ok {
+			return ch
+		}
+		n = pooledReplies
+	}
+	return make(chan *batch.Call, n)
+}
+
+// putReplies keeps an empty channel that nothing will send on again.
+func putReplies(ch chan *batch.Call) {
+	if cap(ch) == pooledReplies && len(ch) == 0 {
+		replyPool.Put(ch)
+	}
+}
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t for reuse: since Go 1.23, a stopped timer's channel delivers nothing
+// stale after Reset.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
 }

@@ -6,9 +6,11 @@
 -- KEYS[3]  queue (list of waiter tokens)
 -- KEYS[4]  queue deadlines (sorted set)
 -- ARGV[1]  the caller's token
--- ARGV[2]  how long, in ms, a waiter that is handed the lock has to confirm it: its own
---          acquire re-arms the TTL; a dead waiter's hand-over expires after this
--- ARGV[3]  the prefix of the waiters' channels: the next waiter is told on ARGV[3]..token
+-- ARGV[2]  how long, in ms, the lock is handed over for: the new holder's first renewal
+--          (or its own acquire) re-arms the TTL; a dead waiter's hand-over expires after this
+-- ARGV[3]  the prefix of the waiters' channels: the next waiter is told on ARGV[3]..token,
+--          with "grant:<token>:<token>:<fencing token>:1", so that it holds the lock at
+--          once (its lease clock started before it first asked, which was before this)
 -- ARGV[4]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster
 -- ARGV[5]  'leave' when a waiter gives up, 'release' when the holder unlocks
 --
@@ -41,8 +43,8 @@ while head do
 end
 if head then
 	redis.call('SET', KEYS[1], head, 'PX', ARGV[2])
-	redis.call('INCR', KEYS[2])
-	redis.call(ARGV[4], ARGV[3] .. head, 'granted')
+	local fence = redis.call('INCR', KEYS[2])
+	redis.call(ARGV[4], ARGV[3] .. head, 'grant:' .. head .. ':' .. head .. ':' .. fence .. ':1')
 else
 	redis.call('DEL', KEYS[1])
 end

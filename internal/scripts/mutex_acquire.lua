@@ -1,31 +1,74 @@
 -- mutex_acquire: take a mutex that is free, or report how long its holder has left.
 --
 -- KEYS[1]  lock key: a plain string holding the holder's token (SET NX PX), so that
---          Redlock clients in other languages exclude and are excluded by it
+--          Redlock clients in other languages exclude and are excluded by it; for a moment
+--          after a release it may hold "turn:<process id>" instead, a promise to the
+--          process whose turn it is (see mutex_release.lua)
 -- KEYS[2]  fencing counter: an integer that only grows; it has no expiry, so tokens
 --          keep growing across holders and client restarts
--- ARGV[1]  the new holder's token (128 random bits, hex)
+-- KEYS[3]  turn list: the ids of the processes waiting for the lock, oldest first
+-- KEYS[4]  asks: a hash from process id to its standing request, "token ttl reserve
+--          expires" (expires in Redis TIME milliseconds), which a release grants at once
+-- ARGV[1]  the new holder's token (128 random bits, hex); a waiting process keeps the same
+--          token across its attempts until it is granted
 -- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  how many fencing tokens to reserve, at least 1: the counter grows by this much,
+--          and the holder may hand the lock on within its process with the tokens it
+--          reserved (they are below any later acquisition's)
+-- ARGV[4]  the caller's process id for turns; empty to take no turns (a quorum, where
+--          independent nodes would promise different turns): KEYS[3] and KEYS[4] are then
+--          left alone
+-- ARGV[5]  "1" if the process may be in the turn list (an earlier attempt joined it)
+-- ARGV[6]  "1" to join the turn list when refused (Lock), "0" not to (TryLock)
+-- ARGV[7]  how long the turn list and the asks live after their last change, in ms
+-- ARGV[8]  how long a standing request lives unless the next attempt refreshes it, in ms
 --
 -- Reply: an integer.
---   > 0  acquired; the value is the fencing token of this acquisition
---   <= 0 held by someone else; the negated value is the holder's remaining time in
---        milliseconds, 0 when unknown (the key has no expiry)
--- Errors: WRONGTYPE when the lock key holds something other than a string; the INCR error
---   when the fencing counter is not an integer (the lock key is then left as it was).
--- A retry of a request whose reply was lost finds its own token and succeeds again.
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+--   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
+--        reserved are the ARGV[3] values up to and including it
+--   <= 0 refused; the negated value is how long until it is worth asking again, in
+--        milliseconds (the holder's remaining time, or the rest of another process's
+--        turn), 0 when unknown (the key has no expiry)
+-- Errors: WRONGTYPE when the lock key holds something other than a string; the INCRBY
+--   error when the fencing counter is not an integer (the lock key is then left as it was).
+-- An attempt that finds its own token (granted by a release, or a retry whose reply was
+-- lost) or its own turn succeeds with a fresh reservation, and sets the lease to ARGV[2]
+-- from now.
+local me = ARGV[4]
+
+local function take(undo)
 	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
-	local fence = redis.pcall('INCR', KEYS[2])
+	local fence = redis.pcall('INCRBY', KEYS[2], ARGV[3])
 	if type(fence) == 'table' and fence.err then
-		redis.call('DEL', KEYS[1])
+		undo()
+		return fence
+	end
+	if me ~= '' and ARGV[5] == '1' then
+		redis.call('LREM', KEYS[3], 0, me)
+		redis.call('HDEL', KEYS[4], me)
 	end
 	return fence
 end
--- GET fails with WRONGTYPE when the key is not a string. A token that is already ours means
--- this is a retry of a request whose reply was lost: the acquisition stands.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return tonumber(redis.call('GET', KEYS[2]) or '1')
+
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	return take(function() redis.call('DEL', KEYS[1]) end)
+end
+-- GET fails with WRONGTYPE when the key is not a string.
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
+	local left = redis.call('PTTL', KEYS[1])
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
+end
+if me ~= '' and ARGV[6] == '1' then
+	if not redis.call('LPOS', KEYS[3], me) then
+		redis.call('RPUSH', KEYS[3], me)
+	end
+	local now = redis.call('TIME')
+	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[8])
+	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires)
+	redis.call('PEXPIRE', KEYS[3], ARGV[7])
+	redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then

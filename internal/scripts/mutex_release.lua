@@ -1,20 +1,84 @@
--- mutex_release: compare-and-delete, then wake the waiters.
+-- mutex_release: compare-and-delete, then pass the lock on; or take a process that stopped
+-- waiting out of the turns.
 --
 -- KEYS[1]  lock key
--- ARGV[1]  the holder's token
+-- KEYS[2]  turn list: the ids of the processes waiting, oldest first (see mutex_acquire.lua)
+-- KEYS[3]  fencing counter
+-- KEYS[4]  asks: the standing requests of the waiting processes
+-- ARGV[1]  the holder's token (release), or the token of the leaving process's standing
+--          request, possibly empty (leave)
 -- ARGV[2]  the channel that waiters listen on
 -- ARGV[3]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster (sharded pub/sub,
 --          so that the message stays on the shard that owns the lock); empty to release
 --          without waking anyone (undoing a failed quorum attempt: a waiter woken by it
 --          would find the lock still held by the majority's holder, and its own failed
 --          attempt would wake the others in turn)
+-- ARGV[4]  how long a turn lasts, in milliseconds; empty for no turns (a quorum)
+-- ARGV[5]  the longest lease a grant sets, in milliseconds (the grantee extends it)
+-- ARGV[6]  "release", or "leave" for a process that stopped waiting
+-- ARGV[7]  leave: the process id
 --
--- Reply: 1 released; 0 the key no longer holds this token (expired, deleted or taken).
+-- Passing on: the lock goes to the process that has waited longest. If that process has a
+-- live standing request, the script grants it at once: it sets the lock to the request's
+-- token with the request's fencing reservation and publishes
+-- "grant:<id>:<token>:<counter>:<reserved>", so the process holds the lock without asking
+-- (it started its lease clock when it made the request). Otherwise it promises the lock
+-- to that process for ARGV[4] milliseconds: the lock key holds "turn:<id>", which only
+-- that process may replace, and "turn:<id>" is published; a promise to a process that
+-- died lapses. With turns, every waiting dlock process is in the list, so a release with
+-- an empty list wakes no one; without turns it publishes "released". A grant to a process
+-- that died keeps the lock for at most ARGV[5] ms.
+--
+-- Reply: 1 released (leave: the leaving process had the lock or the turn, and passed it
+-- on); 0 the key no longer holds this token (expired, deleted or taken).
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('DEL', KEYS[1])
-	if ARGV[3] ~= '' then
+local function passOn()
+	if ARGV[4] == '' then
+		redis.call('DEL', KEYS[1])
 		redis.call(ARGV[3], ARGV[2], 'released')
+		return
+	end
+	local next = redis.call('LPOP', KEYS[2])
+	if not next then
+		redis.call('DEL', KEYS[1])
+		return
+	end
+	local ask = redis.call('HGET', KEYS[4], next)
+	redis.call('HDEL', KEYS[4], next)
+	if ask then
+		local token, ttl, reserve, expires = string.match(ask, '^(%S+) (%d+) (%d+) (%d+)$')
+		local now = redis.call('TIME')
+		if token and tonumber(expires) > now[1] * 1000 + math.floor(now[2] / 1000) then
+			local fence = redis.pcall('INCRBY', KEYS[3], reserve)
+			if type(fence) == 'number' then
+				redis.call('SET', KEYS[1], token, 'PX', math.min(tonumber(ttl), tonumber(ARGV[5])))
+				redis.call(ARGV[3], ARGV[2], 'grant:' .. next .. ':' .. token .. ':' .. fence .. ':' .. reserve)
+				return
+			end
+		end
+	end
+	redis.call('SET', KEYS[1], 'turn:' .. next, 'PX', ARGV[4])
+	redis.call(ARGV[3], ARGV[2], 'turn:' .. next)
+end
+
+local holder = redis.call('GET', KEYS[1])
+if ARGV[6] == 'leave' then
+	local me = ARGV[7]
+	redis.call('LREM', KEYS[2], 0, me)
+	redis.call('HDEL', KEYS[4], me)
+	if holder and (holder == 'turn:' .. me or (ARGV[1] ~= '' and holder == ARGV[1])) then
+		-- Granted, or promised, as it gave up: pass it on.
+		passOn()
+		return 1
+	end
+	return 0
+end
+
+if holder == ARGV[1] then
+	if ARGV[3] == '' then
+		redis.call('DEL', KEYS[1])
+	else
+		passOn()
 	end
 	return 1
 end

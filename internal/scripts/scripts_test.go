@@ -35,12 +35,36 @@ func keys(t *testing.T, name string) keyspace.Keys {
 	return k
 }
 
+// acquire takes no turns and reserves one token, as a quorum node does.
 func acquire(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence}, token, ttl.Milliseconds()).Int64()
+	return acquireAs(rdb, k, token, ttl, turnArgs{reserve: 1})
+}
+
+// turnArgs are mutex_acquire's arguments about turns and reserved tokens.
+type turnArgs struct {
+	reserve int64
+	me      string // "" for no turns
+	inTurns bool
+	try     bool
+}
+
+func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
+
+func acquireAs(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, a turnArgs) (int64, error) {
+	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence, k.Turns, k.Asks},
+		token, ttl.Milliseconds(), a.reserve, a.me, flag(a.inTurns), flag(!a.try), 60000, 3000).Int64()
 }
 
 func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
-	return MutexRelease.Run(ctx, rdb, []string{k.Lock}, token, k.Channel, publish).Int64()
+	return releaseTurn(rdb, k, token, publish, "")
+}
+
+func releaseTurn(rdb redis.Scripter, k keyspace.Keys, token, publish, turn string) (int64, error) {
+	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, publish, turn, 3000, "release", "").Int64()
+}
+
+func leaveTurns(rdb redis.Scripter, k keyspace.Keys, me, token string) (int64, error) {
+	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
 }
 
 func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
@@ -193,15 +217,16 @@ func TestMutexAcquire(t *testing.T) {
 		}
 	})
 
-	t.Run("retry with the same token succeeds with the same fence", func(t *testing.T) {
+	t.Run("retry with the same token succeeds with a fresh fence", func(t *testing.T) {
 		k := keys(t, "retry")
 		rdb.Set(ctx, k.Fence, 41, 0)
 		got, err := acquire(rdb, k, tokenA, time.Minute)
 		must(t, got, err, 42)
+		rdb.PExpire(ctx, k.Lock, time.Second)
 		got, err = acquire(rdb, k, tokenA, time.Minute)
-		must(t, got, err, 42)
-		if f := rdb.Get(ctx, k.Fence).Val(); f != "42" {
-			t.Fatalf("fence = %q after a retried acquire, want 42", f)
+		must(t, got, err, 43)
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= time.Second {
+			t.Fatalf("PTTL = %v after a retried acquire, want the lease set again", pttl)
 		}
 	})
 
@@ -225,6 +250,150 @@ func TestMutexAcquire(t *testing.T) {
 		}
 		must(t, got, nil, 2)
 	})
+}
+
+// TestMutexReserve: an acquisition may reserve a block of fencing tokens for hand-offs; the
+// reply is the top of the block and the next acquisition starts above it.
+func TestMutexReserve(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "reserve")
+	got, err := acquireAs(rdb, k, tokenA, time.Minute, turnArgs{reserve: 4})
+	must(t, got, err, 4)
+	got, err = acquireAs(rdb, k, tokenA, time.Minute, turnArgs{reserve: 4}) // a retry reserves again
+	must(t, got, err, 8)
+	got, err = release(rdb, k, tokenA, "")
+	must(t, got, err, 1)
+	got, err = acquireAs(rdb, k, tokenB, time.Minute, turnArgs{reserve: 1})
+	must(t, got, err, 9)
+}
+
+// TestMutexTurns: refused Locks queue their process once, with a standing request; a
+// release grants the lock to the process that waited longest, or gives it the turn when
+// its request has lapsed; a process that leaves passes on what it was given.
+func TestMutexTurns(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	k := keys(t, "turns")
+	sub := rdb.Subscribe(ctx, k.Channel)
+	defer sub.Close()
+	if _, err := sub.ReceiveTimeout(ctx, 5*time.Second); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+	message := func(want string) {
+		t.Helper()
+		msg, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != want {
+			t.Fatalf("published %v, want %q", msg, want)
+		}
+	}
+	wantList := func(want ...string) {
+		t.Helper()
+		if got := rdb.LRange(ctx, k.Turns, 0, -1).Val(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("turn list = %v, want %v", got, want)
+		}
+	}
+	const tokenC, tokenD = "cccccccccccccccccccccccccccccccc", "dddddddddddddddddddddddddddddddd"
+	p1, p2, p3 := turnArgs{reserve: 1, me: "p1"}, turnArgs{reserve: 2, me: "p2"}, turnArgs{reserve: 1, me: "p3"}
+
+	got, err := acquireAs(rdb, k, tokenA, time.Minute, p1)
+	must(t, got, err, 1)
+	for _, a := range []struct {
+		token string
+		p     turnArgs
+	}{{tokenB, p2}, {tokenC, p3}, {tokenB, p2}} { // p2 twice: listed once
+		if got, err := acquireAs(rdb, k, a.token, time.Minute, a.p); err != nil || got >= 0 {
+			t.Fatalf("acquire of a held lock = %d, %v; want a refusal", got, err)
+		}
+	}
+	try := turnArgs{reserve: 1, me: "p4", try: true}
+	if got, err := acquireAs(rdb, k, tokenD, time.Minute, try); err != nil || got >= 0 {
+		t.Fatalf("try of a held lock = %d, %v; want a refusal", got, err)
+	}
+	wantList("p2", "p3") // a try does not queue
+	if ask := rdb.HGet(ctx, k.Asks, "p2").Val(); !strings.HasPrefix(ask, tokenB+" 60000 2 ") {
+		t.Fatalf("p2's standing request = %q", ask)
+	}
+
+	// The release grants p2's request: the lock is p2's, for at most the grant length,
+	// with p2's reservation of two tokens.
+	got, err = releaseTurn(rdb, k, tokenA, "PUBLISH", "20000")
+	must(t, got, err, 1)
+	message("grant:p2:" + tokenB + ":3:2")
+	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenB {
+		t.Fatalf("lock = %q after the grant, want p2's token", v)
+	}
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > 3*time.Second {
+		t.Fatalf("granted PTTL = %v, want (0, 3s]", pttl)
+	}
+	wantList("p3")
+	if rdb.HExists(ctx, k.Asks, "p2").Val() {
+		t.Fatal("the granted request is still standing")
+	}
+	// p2 confirms with its token: the lease is set to its TTL, with a fresh reservation.
+	p2.inTurns = true
+	got, err = acquireAs(rdb, k, tokenB, time.Minute, p2)
+	must(t, got, err, 5)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 3*time.Second {
+		t.Fatalf("PTTL = %v after the confirmation, want the full minute", pttl)
+	}
+
+	// p3's request has lapsed (it stopped refreshing): the release promises it the lock,
+	// and only p3 may take it.
+	rdb.HSet(ctx, k.Asks, "p3", tokenC+" 60000 1 1")
+	got, err = releaseTurn(rdb, k, tokenB, "PUBLISH", "20000")
+	must(t, got, err, 1)
+	message("turn:p3")
+	if v := rdb.Get(ctx, k.Lock).Val(); v != "turn:p3" {
+		t.Fatalf("lock = %q, want the promise to p3", v)
+	}
+	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
+	if err != nil || got >= 0 || got < -20000 {
+		t.Fatalf("acquire during another's turn = %d, %v; want -(rest of the turn)", got, err)
+	}
+	wantList("p1")
+	p3.inTurns = true
+	got, err = acquireAs(rdb, k, tokenC, time.Minute, p3)
+	must(t, got, err, 6)
+	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenC {
+		t.Fatalf("lock = %q after p3 took its turn", v)
+	}
+
+	// p1 is granted as it gives up: leaving passes the lock on (to no one: the list is
+	// empty, and no one is woken).
+	got, err = releaseTurn(rdb, k, tokenC, "PUBLISH", "20000")
+	must(t, got, err, 1)
+	message("grant:p1:" + tokenA + ":7:1")
+	got, err = leaveTurns(rdb, k, "p1", tokenA)
+	must(t, got, err, 1)
+	if rdb.Exists(ctx, k.Lock).Val() != 0 {
+		t.Fatal("the lock granted to a process that left is still held")
+	}
+	// A process that had the turn passes it on; one that had nothing changes nothing.
+	rdb.RPush(ctx, k.Turns, "p5", "p6")
+	rdb.Set(ctx, k.Lock, "turn:p5", time.Minute)
+	got, err = leaveTurns(rdb, k, "p5", "")
+	must(t, got, err, 1)
+	message("turn:p6")
+	got, err = leaveTurns(rdb, k, "p7", "")
+	must(t, got, err, 0)
+	wantList()
+	if v := rdb.Get(ctx, k.Lock).Val(); v != "turn:p6" {
+		t.Fatalf("lock = %q, want the promise to p6", v)
+	}
+	rdb.Del(ctx, k.Lock)
+
+	// Without turns (a quorum), the list is left alone and the release wakes everyone.
+	got, err = acquire(rdb, k, tokenA, time.Minute)
+	must(t, got, err, 8)
+	rdb.RPush(ctx, k.Turns, "p9")
+	got, err = release(rdb, k, tokenA, "PUBLISH")
+	must(t, got, err, 1)
+	message("released")
+	wantList("p9")
 }
 
 func TestMutexRelease(t *testing.T) {
@@ -489,7 +658,7 @@ func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish stri
 	must(t, got, err, 0)
 	got, err = run(FairRelease, tokenA, waitArg, granted, publish, "release")
 	must(t, got, err, 1)
-	receive(t, ps, granted+tokenB, "granted")
+	receive(t, ps, granted+tokenB, "grant:"+tokenB+":"+tokenB+":2:1")
 	got, err = run(FairAcquire, tokenB, ttlArg, waitArg, "0") // B confirms the hand-over
 	must(t, got, err, 2)
 	got, err = run(FairRelease, tokenC, waitArg, granted, publish, "leave") // C gives up

@@ -1,0 +1,23 @@
+package dlock
+
+import "time"
+
+// Hooks for the external tests.
+
+// LocalWaiters returns how many goroutines of m's Client wait for m in its local queue.
+func LocalWaiters(m *Mutex) int {
+	c := m.t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[m.t.keys.Lock]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+// SetTurnLength sets how long a Mutex turn lasts until the test ends.
+func SetTurnLength(d time.Duration) (restore func()) {
+	old := turnLength
+	turnLength, turnArg = d, any(ms(d.Milliseconds()))
+	return func() { turnLength, turnArg = old, any(ms(old.Milliseconds())) }
+}

@@ -1,0 +1,273 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seed51c676c8/dlock"
+)
+
+// queueUp starts n goroutines that Lock m one after another (each queued before the next
+// starts) and returns the channel their leases arrive on, in grant order (nil for a Lock
+// that failed, which is an error unless ctx ended).
+func queueUp(t *testing.T, ctx context.Context, m *dlock.Mutex, n int) <-chan *dlock.Lease {
+	t.Helper()
+	leases := make(chan *dlock.Lease, n)
+	before := dlock.LocalWaiters(m)
+	for i := range n {
+		go func() {
+			l, err := m.Lock(ctx)
+			if err != nil && ctx.Err() == nil {
+				t.Error(err)
+			}
+			leases <- l
+		}()
+		waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return dlock.LocalWaiters(m) == before+i+1 })
+	}
+	return leases
+}
+
+// TestHandOffWithinProcess: goroutines of one process that queued while the lock was
+// taken get it in turn without a round trip each, and with fencing tokens reserved by
+// that acquisition: growing, and below any later acquisition's.
+func TestHandOffWithinProcess(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	c := newClient(t, rdb)
+	m := c.Mutex("handoff")
+
+	first := mustLock(t, m, ctx)
+	leases := queueUp(t, ctx, m, 3)
+	calls := scriptCalls(t, rdb)
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first waiter acquires through Redis, reserving tokens for the two behind it;
+	// each Unlock then hands the lock on, the last one releases it in Redis.
+	var tokens []uint64
+	var owners []string
+	for range 3 {
+		l := <-leases
+		if l == nil {
+			t.FailNow()
+		}
+		tokens = append(tokens, l.Token())
+		owners = append(owners, rdb.Get(ctx, "dlock:handoff").Val())
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(l.Err(), dlock.ErrReleased) {
+			t.Fatalf("a lease handed on ended with %v, want ErrReleased", l.Err())
+		}
+	}
+	if want := []uint64{first.Token() + 1, first.Token() + 2, first.Token() + 3}; !slices.Equal(tokens, want) {
+		t.Fatalf("tokens %v after %d, want %v", tokens, first.Token(), want)
+	}
+	if owners[0] != owners[1] || owners[1] != owners[2] {
+		t.Fatalf("the lock key changed hands in Redis during the hand-offs: %q", owners)
+	}
+	if got := scriptCalls(t, rdb) - calls; got != 3 {
+		t.Fatalf("%d scripts for 1 release, 3 grants and 1 final release; want 3 (hand-offs cost none)", got)
+	}
+	if n := rdb.Exists(ctx, "dlock:handoff").Val(); n != 0 {
+		t.Fatal("the lock key outlived the last Unlock")
+	}
+	next := mustLock(t, newClient(t, rdb).Mutex("handoff"), ctx)
+	if next.Token() <= tokens[2] {
+		t.Fatalf("token %d after the hand-offs' %d", next.Token(), tokens[2])
+	}
+	_ = next.Unlock(ctx)
+}
+
+// TestHandOffOneRound: a goroutine that queues after the lock was taken is not handed it:
+// it goes through Redis, where other processes get their turn.
+func TestHandOffOneRound(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	m := newClient(t, rdb).Mutex("round")
+
+	first := mustLock(t, m, ctx)
+	leases := queueUp(t, ctx, m, 2)
+	_ = first.Unlock(ctx)
+	a := <-leases // through Redis, with a token reserved for b
+	late := queueUp(t, ctx, m, 1)
+	_ = a.Unlock(ctx)
+	b := <-leases // handed over
+	ownerB := rdb.Get(ctx, "dlock:round").Val()
+	_ = b.Unlock(ctx)
+	l := <-late // through Redis
+	if l.Token() != b.Token()+1 || b.Token() != a.Token()+1 {
+		t.Fatalf("tokens %d, %d, %d: want consecutive", a.Token(), b.Token(), l.Token())
+	}
+	if owner := rdb.Get(ctx, "dlock:round").Val(); owner == ownerB {
+		t.Fatal("the late waiter was handed the lock: it should have asked Redis")
+	}
+	_ = l.Unlock(ctx)
+}
+
+// TestHandOffNotToAGoneWaiter: Unlock hands the lock only to a waiter still queued; a
+// waiter that gave up leaves no hold behind.
+func TestHandOffNotToAGoneWaiter(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	m := newClient(t, rdb).Mutex("gone")
+	first := mustLock(t, m, ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	leases := queueUp(t, ctx, m, 1)
+	gone := queueUp(t, wctx, m, 1)
+	_ = first.Unlock(ctx)
+	l := <-leases // through Redis, with a token reserved for the waiter behind it
+	cancel()
+	if g := <-gone; g != nil {
+		t.Fatal("a cancelled Lock returned a lease")
+	}
+	waitFor(t, 5*time.Second, "the waiter to leave", func() bool { return dlock.LocalWaiters(m) == 0 })
+	_ = l.Unlock(ctx)
+	if n := rdb.Exists(ctx, "dlock:gone").Val(); n != 0 {
+		t.Fatal("the lock key is still set after the last holder's Unlock")
+	}
+}
+
+// TestTurnsAcrossProcesses: a release gives the lock to the process that has waited
+// longest, not to whoever asks first; a turn that nobody takes lapses.
+func TestTurnsAcrossProcesses(t *testing.T) {
+	defer dlock.SetTurnLength(3 * time.Second)() // long enough that only order decides
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	holder := newClient(t, rdb)
+	first, second := newClient(t, rdb), newClient(t, rdb)
+
+	h := mustLock(t, holder.Mutex("turns"), ctx)
+	got := make(chan string, 2)
+	wait := func(c *dlock.Client, name string, listed int64) {
+		go func() {
+			l, err := c.Mutex("turns").Lock(ctx)
+			if err != nil {
+				t.Error(err)
+				got <- ""
+				return
+			}
+			got <- name
+			time.Sleep(20 * time.Millisecond)
+			_ = l.Unlock(ctx)
+		}()
+		waitFor(t, 5*time.Second, name+" in the turn list", func() bool { return rdb.LLen(ctx, "{dlock:turns}:turns").Val() == listed })
+	}
+	wait(first, "first", 1)
+	wait(second, "second", 2)
+	// The holder's process asks again at once after its release, and is refused: it is
+	// second's turn after first's.
+	_ = h.Unlock(ctx)
+	again := make(chan *dlock.Lease, 1)
+	go func() {
+		l, _ := holder.Mutex("turns").Lock(ctx)
+		again <- l
+	}()
+	if a, b := <-got, <-got; a != "first" || b != "second" {
+		t.Fatalf("grants went to %s, then %s; want first, then second", a, b)
+	}
+	if l := <-again; l == nil {
+		t.Fatal("the holder's second Lock failed")
+	} else {
+		_ = l.Unlock(ctx)
+	}
+
+	// A turn given to a process that is gone lapses, and the lock is free again.
+	defer dlock.SetTurnLength(50 * time.Millisecond)()
+	h = mustLock(t, holder.Mutex("turns"), ctx)
+	rdb.RPush(ctx, "{dlock:turns}:turns", "a-process-that-died")
+	_ = h.Unlock(ctx)
+	if v := rdb.Get(ctx, "dlock:turns").Val(); v != "turn:a-process-that-died" {
+		t.Fatalf("lock = %q, want the promise to the dead process", v)
+	}
+	l := mustLock(t, first.Mutex("turns"), ctx) // waits out the turn
+	_ = l.Unlock(ctx)
+}
+
+// TestTurnLeftByWaiterThatGivesUp: the last waiter of a process that gives up takes the
+// process out of the turn list.
+func TestTurnLeftByWaiterThatGivesUp(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	h := mustLock(t, newClient(t, rdb).Mutex("leave"), ctx)
+	defer h.Unlock(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := newClient(t, rdb).Mutex("leave").Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want DeadlineExceeded", err)
+	}
+	waitFor(t, 5*time.Second, "the turn list to empty", func() bool { return rdb.LLen(ctx, "{dlock:leave}:turns").Val() == 0 })
+}
+
+// TestGrantToDeadProcess: a release grants the lock to a process that has since died
+// (SIGKILL while it waited); the lock is free again once the grant lapses, and the next
+// holder's token is greater.
+func TestGrantToDeadProcess(t *testing.T) {
+	srv, rdb := standalone(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	l := mustLock(t, newClient(t, rdb).Mutex("mutex"), ctx)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"=1", workerMode+"=mutexwait", workerAddrs+"="+srv.Addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the worker's standing request", func() bool {
+		return rdb.HLen(ctx, "{dlock:mutex}:asks").Val() == 1
+	})
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if owner := rdb.Get(ctx, "dlock:mutex").Val(); owner == "" {
+		t.Fatal("the release did not grant the dead worker's request")
+	}
+	start := time.Now()
+	next := mustLock(t, newClient(t, rdb).Mutex("mutex"), ctx)
+	if next.Token() <= l.Token()+1 { // the grant took l.Token()+1
+		t.Fatalf("token %d after %d and a grant", next.Token(), l.Token())
+	}
+	t.Logf("the lock came back %v after the grant to the dead process (bound: the 3s grant)", time.Since(start))
+	_ = next.Unlock(ctx)
+}
+
+// TestGrantRenewedAtOnce: a lease granted by a release (which sets the key for at most
+// 3s) is renewed at once to its TTL, and its ValidUntil never runs past the key's expiry.
+func TestGrantRenewedAtOnce(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	a, b := newClient(t, rdb), newClient(t, rdb)
+	l := mustLock(t, a.Mutex("grant"), ctx)
+	got := make(chan *dlock.Lease, 1)
+	go func() {
+		lb, err := b.Mutex("grant", dlock.TTL(time.Minute)).Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lb
+	}()
+	waitFor(t, 10*time.Second, "b's standing request", func() bool { return rdb.HLen(ctx, "{dlock:grant}:asks").Val() == 1 })
+	_ = l.Unlock(ctx)
+	lb := <-got
+	if lb == nil {
+		t.FailNow()
+	}
+	if lb.Token() <= l.Token() {
+		t.Fatalf("granted token %d after %d", lb.Token(), l.Token())
+	}
+	// ValidUntil first: a renewal between the two reads can only make the key last longer.
+	validUntil := lb.ValidUntil()
+	if expires := time.Now().Add(rdb.PTTL(ctx, "dlock:grant").Val()); validUntil.After(expires) {
+		t.Fatalf("valid until %v, but the key expires at %v", validUntil, expires)
+	}
+	waitFor(t, 10*time.Second, "the grant's renewal to the TTL", func() bool {
+		return rdb.PTTL(ctx, "dlock:grant").Val() > 3*time.Second && time.Until(lb.ValidUntil()) > 3*time.Second
+	})
+	_ = lb.Unlock(ctx)
+}

@@ -1,0 +1,109 @@
+package batch
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// go test -run '^$' -bench . -benchmem ./internal/batch/
+
+// benchCalls sends script calls from 32 goroutines (16 per CPU on two CPUs), each waiting
+// for its reply before the next, as Lock+Unlock callers do.
+func benchCalls(b *testing.B, newBatcher func(*redis.Client) *Batcher) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	bt := newBatcher(rdb)
+	defer bt.Stop()
+	b.ReportAllocs()
+	b.SetParallelism(32 / max(1, testingProcs()))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		done := make(chan *Call, 1)
+		c := &Call{Script: echo, Args: []any{"7"}}
+		for pb.Next() {
+			c.Done = done
+			if !bt.Send(c) {
+				b.Error("Send = false")
+				return
+			}
+			if c := <-done; c.Err != nil || c.Val != 7 {
+				b.Errorf("reply %d, %v", c.Val, c.Err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if bt.d != nil && bt.d.flushes.Load() > 0 {
+		b.ReportMetric(float64(bt.d.written.Load())/float64(bt.d.flushes.Load()), "calls/write")
+	}
+}
+
+// BenchmarkDirect: the direct transport, one auto-pipelined connection.
+func BenchmarkDirect(b *testing.B) {
+	benchCalls(b, func(rdb *redis.Client) *Batcher { return New(rdb, 4) })
+}
+
+// BenchmarkGoRedis: go-redis pipelines over 4 lanes, as for a Cluster.
+func BenchmarkGoRedis(b *testing.B) {
+	benchCalls(b, func(rdb *redis.Client) *Batcher { return goredis(rdb, 4) })
+}
+
+// BenchmarkGoRedisPlain: one go-redis EVALSHA per call from each goroutine, no batcher: what
+// the peer libraries pay.
+func BenchmarkGoRedisPlain(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	if err := echo.Load(ctx, rdb).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(32 / max(1, testingProcs()))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if v, err := echo.EvalSha(ctx, rdb, nil, "7").Int64(); err != nil || v != 7 {
+				b.Errorf("reply %d, %v", v, err)
+				return
+			}
+		}
+	})
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkDirectSerial: one goroutine, one call at a time: the latency of a round trip.
+func BenchmarkDirectSerial(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	bt := New(rdb, 4)
+	defer bt.Stop()
+	done := make(chan *Call, 1)
+	c := &Call{Script: echo, Args: []any{"7"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Done = done
+		bt.Send(c)
+		if c := <-done; c.Err != nil || c.Val != 7 {
+			b.Fatalf("reply %d, %v", c.Val, c.Err)
+		}
+	}
+}
+
+// BenchmarkGoRedisSerial: one goroutine, one go-redis EVALSHA at a time.
+func BenchmarkGoRedisSerial(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	if err := echo.Load(ctx, rdb).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := echo.EvalSha(ctx, rdb, nil, "7").Int64(); err != nil || v != 7 {
+			b.Fatalf("reply %d, %v", v, err)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package batch
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lanes is the transport over go-redis pipelines, for the clients that the direct transport
+// does not serve (Cluster, Ring, and a *redis.Client with options it cannot honour).
+//
+// Calls are spread over lanes by their first key, each lane with one pipeline in flight:
+// calls for one key are sent in the order they were queued (an Unlock cannot overtake the
+// Lock that a slow node has not run yet), calls for different keys go out in parallel.
+type lanes struct {
+	rdb   redis.UniversalClient
+	lanes []chan *Call
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+	wg       sync.WaitGroup // the lane workers and the pipelines of SendAll
+
+	// sending is read-locked by Send while it may still queue a call, and locked by Stop
+	// before it drains the queue, so that no call is queued after the drain.
+	sending sync.RWMutex
+}
+
+// newLanes starts the given number of lanes, each with one pipeline in flight at once.
+func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
+	b := &lanes{
+		rdb:     rdb,
+		lanes:   make([]chan *Call, max(inFlight, 1)),
+		stopped: make(chan struct{}),
+	}
+	for i := range b.lanes {
+		b.lanes[i] = make(chan *Call, 4*maxBatch)
+		if i < inFlight { // none for New(nil, 0), a batcher that only answers ErrStopped
+			b.wg.Add(1)
+			go b.work(b.lanes[i])
+		}
+	}
+	return b
+}
+
+// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
+// (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
+func (b *lanes) lane(c *Call) chan *Call {
+	if len(c.Keys) == 0 || len(b.lanes) == 1 {
+		return b.lanes[0]
+	}
+	key := hashTag(c.Keys[0])
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return b.lanes[h%uint32(len(b.lanes))]
+}
+
+// hashTag is what Redis Cluster hashes: the first {...} with something inside, else all.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
+}
+
+func (b *lanes) send(c *Call, wait bool) bool {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
+	select {
+	case <-b.stopped:
+		return false
+	default:
+	}
+	calls := b.lane(c)
+	select {
+	case calls <- c:
+		return true
+	default:
+		if !wait {
+			return false
+		}
+	}
+	var expired <-chan time.Time
+	if !c.Deadline.IsZero() {
+		timer := time.NewTimer(time.Until(c.Deadline))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case calls <- c:
+		return true
+	case <-b.stopped:
+		return false
+	case <-expired:
+		c.Err = errExpired
+		c.Done <- c
+		return true
+	}
+}
+
+// stop ends the workers after the round trips in flight and fails the calls still queued
+// with ErrStopped. It waits for the workers and the pipelines of SendAll.
+func (b *lanes) stop() {
+	b.stopOnce.Do(func() { close(b.stopped) })
+	// A send that saw the lanes running may still be about to queue its call, or a sendAll
+	// about to start its pipeline: wait for them (with stopped closed they do not block),
+	// so that the drain below is the last word.
+	b.sending.Lock()
+	defer b.sending.Unlock()
+	b.wg.Wait()
+	for _, calls := range b.lanes {
+	drain:
+		for {
+			select {
+			case c := <-calls:
+				c.Err = ErrStopped
+				c.Done <- c
+			default:
+				break drain
+			}
+		}
+	}
+}
+
+// sendAll runs calls in one pipeline of their own, on a goroutine of its own, so that a
+// hung node holds up no one. Calls past their deadline are answered without being sent.
+func (b *lanes) sendAll(calls []*Call) {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
+	select {
+	case <-b.stopped:
+		answerAll(calls, ErrStopped)
+		return
+	default:
+	}
+	// A copy: the caller's slice stays as it was.
+	live, _ := dropExpired(append([]*Call(nil), calls...), time.Now(), 0)
+	if len(live) == 0 {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		pipeline(context.Background(), b.rdb, live)
+	}()
+}
+
+func (b *lanes) work(calls chan *Call) {
+	defer b.wg.Done()
+	batch := make([]*Call, 0, maxBatch)
+	for {
+		// Stop takes precedence over queued calls: those are Stop's to fail.
+		select {
+		case <-b.stopped:
+			return
+		default:
+		}
+		select {
+		case c := <-calls:
+			batch = append(batch[:0], c)
+		case <-b.stopped:
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case c := <-calls:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		b.exec(batch)
+		clear(batch)
+	}
+}
+
+// exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
+// pipeline. Calls whose deadline has passed are answered without being sent.
+func (b *lanes) exec(batch []*Call) {
+	live, _ := dropExpired(batch, time.Now(), 0)
+	ctx := context.Background()
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		c := live[0]
+		c.Val, c.Err = c.Script.Run(ctx, b.rdb, c.Keys, c.Args...).Int64()
+		c.Done <- c
+		return
+	}
+	pipeline(ctx, b.rdb, live)
+}
+
+// pipeline runs calls in one pipeline on rdb and sends each on its Done channel. Calls that
+// find the server's script cache empty (restart, SCRIPT FLUSH) were not run; their scripts
+// are loaded once each and the calls sent again in one more pipeline, so that a restart
+// costs two extra round trips, not one per call.
+func pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
+	missing := evalSha(ctx, rdb, calls, false)
+	if len(missing) == 0 {
+		return
+	}
+	loaded := make(map[*redis.Script]bool)
+	for _, c := range missing {
+		if !loaded[c.Script] {
+			loaded[c.Script] = true
+			_ = c.Script.Load(ctx, rdb).Err() // on failure the calls fail below
+		}
+	}
+	evalSha(ctx, rdb, missing, true)
+}
+
+// evalSha runs calls in one pipeline and answers them, except those that failed with
+// NOSCRIPT, which it returns unanswered unless last is set (then they are run one by one).
+func evalSha(ctx context.Context, rdb redis.UniversalClient, calls []*Call, last bool) (missing []*Call) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range calls {
+		c.Val, c.Err = cmds[i].Int64()
+		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+			if !last {
+				missing = append(missing, c)
+				continue
+			}
+			// Flushed again, or the load failed: EVAL sends the source itself.
+			c.Val, c.Err = c.Script.Run(ctx, rdb, c.Keys, c.Args...).Int64()
+		}
+		c.Done <- c
+	}
+	return missing
+}
