@@ -74,9 +74,10 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	n := len(c.nodes)
 	need := t.scheme.need(n)
 	var token any = r.waiter // boxed once for every call that carries it
+	stable := t.scheme.stable()
 	if ask := t.prepareAttempt(r); ask != nil {
-		token = ask // the process's standing request (turns.go)
-	} else if !t.scheme.stable() {
+		token, stable = ask, true // the process's standing request (turns.go)
+	} else if !stable {
 		token = newToken()
 	}
 
@@ -93,12 +94,15 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		// The counter's largest value is the top of the reserved block (handoff.go).
 		fence := slices.Max(v.vals)
 		if n == 1 || t.settleFence(ctx, v.vals, fence) {
-			t.attempted(r, token, v.start, true)
-			spare := uint64(r.reserve - 1)
-			if uint64(fence) <= spare {
-				spare = 0 // a counter someone set below the reservation: use its top alone
+			t.attempted(token)
+			// The block reserved is the r.reserve values up to fence; the hold hands off
+			// to at most the r.behind waiters queued now (one round), with the lowest.
+			base := uint64(fence) - uint64(r.reserve-1)
+			if uint64(fence) < uint64(r.reserve) {
+				base = uint64(fence) // a counter someone set below the reservation
 			}
-			return attempt{h: t.newHold(token, uint64(fence)-spare, spare, deadline, lockCtx)}
+			spare := min(uint64(r.behind), uint64(fence)-base)
+			return attempt{h: t.newHold(token, base, spare, deadline, lockCtx)}
 		}
 		t.releaseAbandoned(token, true)
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
@@ -109,9 +113,11 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	if !v.decided {
 		blocked += unanswered
 	}
-	// A stable token is not undone: its next attempt finds what landed and keeps it, and a
-	// waiter that gives up leaves, which passes on what it was given.
-	undo := (granted > 0 || unanswered > 0 || v.failed > 0) && !t.scheme.stable()
+	// A stable token (a FairMutex waiter's, a Mutex's standing request) is not undone: a
+	// release may have granted it meanwhile, and the grantee holds it without asking. Its
+	// next attempt finds what landed and keeps it, and a waiter that gives up leaves,
+	// which passes on what it was given.
+	undo := (granted > 0 || unanswered > 0 || v.failed > 0) && !stable
 	switch {
 	case granted >= need:
 		if undo {
@@ -131,7 +137,6 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 				left = append(left, -val)
 			}
 		}
-		t.attempted(r, token, v.start, false)
 		return attempt{left: majorityFree(left, max(need-(n-held-v.failed), 1))}
 	case blocked <= n-need:
 		// Contenders split the votes: each got some nodes, none enough. Each undoes its

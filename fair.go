@@ -18,8 +18,8 @@ import (
 // gives up leaves at once, and one that dies is skipped within 3 seconds (its entry
 // expires). The waiter that is handed the lock holds it without a round trip of its
 // own: its lease started on its own clock before it first asked, which was before the
-// hand-over, and its first renewal, sent at once, extends the hand-over (3 seconds) to the
-// TTL. If it died, the hand-over expires after 3 seconds and the next waiter takes over.
+// hand-over, and its first renewal extends the hand-over (3 seconds) to the TTL. If it
+// died, the hand-over expires after 3 seconds and the next waiter takes over.
 //
 // Unlike Mutex, goroutines of one process do not queue locally: each has its own place
 // in the Redis queue, which is what strict order across processes requires. A FairMutex

@@ -21,19 +21,23 @@ import (
 const maxReserve = 64
 
 // handOff passes h, which Unlock is ending, to the next goroutine of this process waiting
-// for the lock, and reports whether it did. It does not when no fencing token is left
-// in h's block, no one waits, the Client is closing, or the lease has less than half its
-// TTL left (its renewals are failing: the successor would inherit a lease about to be
-// lost, and a release through Redis tells it the truth instead).
+// for the lock, and reports whether it did. It does not when h may hand off no more (no
+// token left in its block, or one round of the local queue served), no one waits, the
+// Client is closing, or the lease has less than a third of its length left (a renewed
+// lease always has two thirds; a granted one, whose first length is at most grantLength,
+// too until its first renewal): then its renewals are failing, the successor would
+// inherit a lease about to be lost, and a release through Redis tells it the truth.
 func (h *hold) handOff() bool {
 	t, c := h.t, h.c
-	if !t.scheme.handsOff() || h.spare == 0 {
+	if !t.scheme.handsOff() || h.spare == 0 || !t.cfg.renew {
+		// A NoRenew lease lasts its TTL from its acquisition: a successor would inherit
+		// only what is left of it.
 		return false
 	}
 	h.mu.Lock()
 	ttl, deadline := h.ttl, h.deadline
 	h.mu.Unlock()
-	if time.Until(deadline) < ttl/2 {
+	if time.Until(deadline) < min(ttl, grantLength)/3 {
 		return false
 	}
 
@@ -42,7 +46,9 @@ func (h *hold) handOff() bool {
 
 	c.mu.Lock()
 	q := c.queues[t.keys.Lock]
-	if c.closed || q == nil || q.held != h || len(q.waiters) == 0 {
+	if c.closed || q == nil || q.held != h || len(q.waiters) == 0 || q.waiters[0].cfg != t.cfg {
+		// A waiter that locked a handle with other options (TTL, NoRenew) asks Redis for
+		// a lease of its own making.
 		c.mu.Unlock()
 		return false
 	}

@@ -237,9 +237,9 @@ func TestGrantToDeadProcess(t *testing.T) {
 	_ = next.Unlock(ctx)
 }
 
-// TestGrantRenewedAtOnce: a lease granted by a release (which sets the key for at most
-// 3s) is renewed at once to its TTL, and its ValidUntil never runs past the key's expiry.
-func TestGrantRenewedAtOnce(t *testing.T) {
+// TestGrantRenewedToTTL: a lease granted by a release (which sets the key for at most 3s)
+// is renewed to its TTL, and its ValidUntil never runs past the key's expiry.
+func TestGrantRenewedToTTL(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 20*time.Second)
 	a, b := newClient(t, rdb), newClient(t, rdb)

@@ -31,6 +31,7 @@ type hold struct {
 	err       error         // guarded by mu: nil while held, then ErrReleased or ErrLost
 	reason    string        // guarded by mu: why the hold ended, for messages
 	releasing bool          // guarded by mu: Unlock is in progress; renewal results are moot
+	extending int           // guarded by mu: Extends in flight, which may shorten the lease
 	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
 	applied   uint64        // guarded by mu: the number of the newest one whose result was applied
 }

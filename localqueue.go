@@ -12,8 +12,15 @@ type localQueue struct {
 	// changed is closed (and cleared) when held is cleared or handed to the head; it is
 	// made when the head first waits on it, so an uncontended Lock makes none.
 	changed chan struct{}
-	inTurns bool      // Mutex: this process may be in the lock's turn list in Redis
 	ask     *mutexAsk // Mutex: this process's standing request, nil when none (turns.go)
+}
+
+// behind is how many waiters are queued behind w (all of them if w is not queued).
+func (q *localQueue) behind(w *localWaiter) int {
+	if w != nil && len(q.waiters) > 0 && q.waiters[0] == w {
+		return len(q.waiters) - 1
+	}
+	return len(q.waiters)
 }
 
 // signalLocked returns q.changed, making it if need be.
@@ -35,6 +42,7 @@ func (q *localQueue) notifyLocked() {
 // localWaiter is one Lock call in a local queue; it lives in the call's request.
 type localWaiter struct {
 	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
+	cfg    lockConfig      // the options of the handle it locked: a hold handed to it has them
 	turn   chan struct{}   // closed when the waiter becomes the head
 	handed *hold           // guarded by Client.mu: the hold handed to it, until taken
 }
@@ -43,11 +51,11 @@ type localWaiter struct {
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 // join appends w to the queue of key.
-func (c *Client) join(key string, ctx context.Context, w *localWaiter) *localQueue {
+func (c *Client) join(key string, ctx context.Context, cfg lockConfig, w *localWaiter) *localQueue {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queueLocked(key)
-	w.ctx = ctx
+	w.ctx, w.cfg = ctx, cfg
 	if len(q.waiters) == 0 {
 		w.turn = closedChan
 	} else {
@@ -59,8 +67,8 @@ func (c *Client) join(key string, ctx context.Context, w *localWaiter) *localQue
 
 // leave removes w and hands the turn to the next waiter if w was the head. It returns a
 // hold handed to w that w did not take (it gave up meanwhile): the caller must end it. It
-// reports whether w was the last waiter of a process that is in the lock's turns, with
-// its standing request's token (or nil): the caller must then take the process out.
+// reports whether w was the last waiter of a process that has a standing request in the
+// lock's turns, with its token: the caller must then take the process out.
 func (c *Client) leave(key string, q *localQueue, w *localWaiter) (untaken *hold, leaveTurns bool, ask any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -75,12 +83,8 @@ func (c *Client) leave(key string, q *localQueue, w *localWaiter) (untaken *hold
 		}
 		break
 	}
-	if len(q.waiters) == 0 && (q.inTurns || q.ask != nil) {
-		leaveTurns = true
-		if q.ask != nil {
-			ask = q.ask.token
-		}
-		q.inTurns, q.ask = false, nil
+	if len(q.waiters) == 0 && q.ask != nil {
+		leaveTurns, ask, q.ask = true, q.ask.token, nil
 	}
 	c.dropIfIdleLocked(key, q)
 	return untaken, leaveTurns, ask
@@ -173,7 +177,7 @@ func (c *Client) queueLocked(key string) *localQueue {
 func (c *Client) dropIfIdleLocked(key string, q *localQueue) {
 	if len(q.waiters) == 0 && q.held == nil && c.queues[key] == q {
 		delete(c.queues, key)
-		if q.changed == nil && !q.inTurns && q.ask == nil && len(c.spareQueues) < maxSpareQueues {
+		if q.changed == nil && q.ask == nil && len(c.spareQueues) < maxSpareQueues {
 			q.waiters = q.waiters[:0]
 			c.spareQueues = append(c.spareQueues, q)
 		}

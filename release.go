@@ -27,9 +27,11 @@ func (h *hold) release(ctx context.Context) error {
 		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
 	h.releasing = true
-	ttl := h.ttl
+	ttl, extending := h.ttl, h.extending > 0
 	h.mu.Unlock()
-	if h.handOff() {
+	// An Extend in flight may shorten the key's expiry after the hand-off, which the
+	// successor would not hear of: release through Redis instead.
+	if !extending && h.handOff() {
 		return nil
 	}
 
@@ -65,6 +67,18 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
+	h.mu.Lock()
+	if h.releasing {
+		h.mu.Unlock()
+		return fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+	}
+	h.extending++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.extending--
+		h.mu.Unlock()
+	}()
 	seq := h.send()
 	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },

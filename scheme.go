@@ -48,8 +48,8 @@ type request struct {
 	wait   localWaiter
 
 	// Mutex, set before each attempt: see handoff.go, turns.go and mutex_acquire.lua.
-	reserve int64       // fencing tokens to reserve: 1, plus one per local waiter behind the caller
-	inTurns bool        // this process may be in the lock's turn list
+	reserve int64       // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
+	behind  int64       // local waiters behind the caller: the hand-offs the hold may make
 	grants  chan string // the details of grants to this caller, made when it listens (turns.go)
 	// firstSent is when the first attempt of a request with a stable token started:
 	// a FairMutex hand-over to that token happens after it.
@@ -99,7 +99,7 @@ func (mutexScheme) kind() string { return "mutex" }
 func (mutexScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
 	call.Keys = t.mutexKeys
-	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(r.inTurns), flagArg(!r.try), t.turnsLifeArg, askLifeArg}
+	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg}
 }
 
 func (mutexScheme) release(t *target, token any, publish string, call *batch.Call) {

@@ -21,8 +21,8 @@ import (
 // the request's token and publishes the grant, so the process holds the lock without a
 // round trip of its own. Its lease clock started before it first sent that token, which
 // was before the grant, so the lease never outlasts the key; the grant sets the key for at
-// most grantLength, and the new holder's first renewal, sent at once, extends it to the
-// TTL. A process that died with a live request keeps the lock for at most grantLength.
+// most grantLength, and the new holder's first renewal extends it to the TTL. A process
+// that died with a live request keeps the lock for at most grantLength.
 //
 // Without a live request (the process stopped refreshing it), the release gives the
 // process the turn instead: for turnLength only it may take the free lock.
@@ -38,6 +38,10 @@ var (
 	turnLength     = 20 * time.Millisecond
 	turnArg    any = ms(turnLength.Milliseconds())
 )
+
+// askReserve is how many fencing tokens a waiting process reserves in its standing
+// request: enough for the goroutines that may queue behind its head until the grant.
+const askReserve = 16
 
 // grantLength bounds the lease that a release grants, and askLife is how long a standing
 // request lives unless the process refreshes it, which it does every waiterRefresh while
@@ -55,7 +59,7 @@ var (
 )
 
 // mutexAsk is this process's standing request for a Mutex: the token it asks with until it
-// gets the lock, and when it first sent it.
+// gets the lock, and a time before it first sent it.
 type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
@@ -69,8 +73,13 @@ func (t *target) turnID() string {
 	return t.c.id
 }
 
-// turns reports whether t takes turns: a Mutex on one deployment.
-func (t *target) turns() bool { return t.scheme.handsOff() && len(t.c.nodes) == 1 }
+// turns reports whether t takes turns: a Mutex on one deployment, with a key prefix. With
+// WithPrefix("") the keys are shared with Redlock clients of other libraries, which only
+// ever SET NX: a release that passes the lock straight to a waiting dlock process would
+// starve them, so bare keys take no turns.
+func (t *target) turns() bool {
+	return t.scheme.handsOff() && len(t.c.nodes) == 1 && t.c.cfg.prefix != ""
+}
 
 // prepareAttempt sets what a Mutex attempt tells Redis about this process: how many
 // fencing tokens to reserve for the local waiters behind the caller, whether the process
@@ -88,46 +97,36 @@ func (t *target) prepareAttempt(r *request) (token any) {
 	if q == nil {
 		return nil
 	}
-	behind := len(q.waiters)
-	if r.local != nil {
-		behind-- // the caller itself
-	}
-	r.reserve += int64(min(max(behind, 0), maxReserve-1))
-	r.inTurns = q.inTurns
+	r.behind = int64(min(q.behind(r.local), maxReserve-1))
+	r.reserve += r.behind
 	if r.local == nil || r.try || !t.turns() {
 		return nil
 	}
 	if q.ask == nil {
-		q.ask = &mutexAsk{token: newToken()}
+		// Its clock starts now, before the token is first sent: no grant of it can come
+		// earlier.
+		q.ask = &mutexAsk{token: newToken(), sent: time.Now()}
+	} else if r.behind > 0 {
+		// Waiting already, with others queued here: this attempt refreshes the standing
+		// request, which a release may grant when more goroutines queue here than now.
+		// Reserve for them: the hold hands off to no more than were queued when it was
+		// taken, and the tokens left over are a gap.
+		r.reserve = max(r.reserve, askReserve)
 	}
 	return q.ask.token
 }
 
-// attempted records what an attempt that started at start did to this process's place
-// in the turns: a refused Lock joined the list with its standing request, an acquisition
-// left it.
-func (t *target) attempted(r *request, token any, start time.Time, acquired bool) {
+// attempted records an acquisition with token: if it was the process's standing request,
+// the request is used up (the script took the process off the turn list).
+func (t *target) attempted(token any) {
 	if !t.turns() {
 		return
 	}
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[t.keys.Lock]
-	if q == nil {
-		return
-	}
-	switch {
-	case acquired:
-		q.inTurns = false
-		if q.ask != nil && q.ask.token == token {
-			q.ask = nil
-		}
-	case !r.try:
-		q.inTurns = true
-		if q.ask != nil && q.ask.token == token && q.ask.sent.IsZero() {
-			q.ask.sent = start
-		}
+	if q := c.queues[t.keys.Lock]; q != nil && q.ask != nil && q.ask.token == token {
+		q.ask = nil
 	}
 }
 
@@ -153,7 +152,7 @@ func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
 		if err1 != nil || err2 != nil || reserved < 1 || reserved > top {
 			continue
 		}
-		token, sent, ok := t.granted(r, parts[0])
+		token, sent, behind, ok := t.granted(r, parts[0])
 		if !ok {
 			continue // a grant for a request this caller no longer makes
 		}
@@ -162,38 +161,39 @@ func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
 		if time.Until(deadline) < length/3 {
 			return nil // asked long ago: confirm with an attempt instead
 		}
-		if t.scheme.handsOff() {
-			t.attempted(r, token, sent, true) // the release took the process off the list
-		}
-		return t.newHold(token, top-(reserved-1), reserved-1, deadline, lockCtx)
+		t.attempted(token) // the release took the process off the list
+		return t.newHold(token, top-(reserved-1), min(reserved-1, behind), deadline, lockCtx)
 	}
 }
 
-// granted returns the token a grant to granted names and when this caller first sent it,
-// if it is the token the caller asks with.
-func (t *target) granted(r *request, granted string) (token any, sent time.Time, ok bool) {
+// granted returns the token a grant to granted names, when this caller first sent it and
+// how many local waiters are queued behind the caller, if it is the token the caller asks
+// with.
+func (t *target) granted(r *request, granted string) (token any, sent time.Time, behind uint64, ok bool) {
 	if !t.scheme.handsOff() {
-		return r.waiter, r.firstSent, r.waiter == granted && !r.firstSent.IsZero()
+		return r.waiter, r.firstSent, 0, r.waiter == granted && !r.firstSent.IsZero()
 	}
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[t.keys.Lock]
-	if q == nil || q.ask == nil || q.ask.sent.IsZero() || q.ask.token != any(granted) {
-		return nil, time.Time{}, false
+	if q == nil || q.ask == nil || q.ask.token != any(granted) {
+		return nil, time.Time{}, 0, false
 	}
-	return q.ask.token, q.ask.sent, true
+	return q.ask.token, q.ask.sent, uint64(q.behind(r.local)), true
 }
 
-// startGranted registers a granted hold like start, and renews it at once: the grant set
-// the key for at most grantLength, the renewal sets it to the TTL.
+// startGranted registers a granted hold like start. The grant set the key for at most
+// grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
+// short hold, the common case on a hot lock, is released before it is due).
 func (t *target) startGranted(h *hold) (*Lease, error) {
 	if err := t.c.adopt(h); err != nil {
 		h.cancel(ErrReleased)
 		t.releaseAbandoned(h.token, true)
 		return nil, err
 	}
-	if !t.c.sched.Add(&h.entry, time.Now(), 0, h.deadline) {
+	length := min(t.cfg.ttl, grantLength)
+	if !t.c.sched.Add(&h.entry, h.deadline.Add(-2*length/3), length/6, h.deadline) {
 		h.end(ErrReleased, "the client was closed")
 		t.releaseAbandoned(h.token, true)
 		return nil, ErrClosed

@@ -68,7 +68,7 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 
 	if t.scheme.localQueue() {
 		r.local = &r.wait
-		q := c.join(t.keys.Lock, ctx, r.local)
+		q := c.join(t.keys.Lock, ctx, t.cfg, r.local)
 		lease, err := t.waitTurn(ctx, r)
 		if err != nil && t.scheme.queued() {
 			t.leaveQueue(r)

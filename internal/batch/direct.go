@@ -62,12 +62,18 @@ type direct struct {
 	readers    sync.WaitGroup
 	stopOnce   sync.Once
 
-	// cn is the current connection. The writer goroutine sets it (under cnMu) and reads it
-	// without the lock; Stop reads it under cnMu.
+	// cn is the current connection. The writer sets it (under cnMu) and reads it without
+	// that lock; Stop reads it under cnMu.
 	cnMu sync.Mutex
 	cn   *conn
 
-	// Owned by the writer goroutine.
+	// writeMu is held by whoever writes: the writer goroutine, or a caller that found the
+	// connection idle and writes its call itself (writeNow), which saves the wake-up of the
+	// writer goroutine on every call of a lone caller. It guards cn's replacement and the
+	// fields below.
+	writeMu sync.Mutex
+
+	// Owned by the holder of writeMu.
 	scripts     []*scriptInfo
 	gen         uint64 // of the last connection dialled
 	buf         []byte // the flush being encoded
@@ -156,9 +162,31 @@ func (d *direct) send(c *Call, wait bool) bool {
 	wake := len(d.queued) == 0 && len(d.resend) == 0
 	d.queued = append(d.queued, c)
 	d.mu.Unlock()
-	if wake {
+	if wake && !d.writeNow() {
 		d.signal()
 	}
+	return true
+}
+
+// writeNow writes what is queued from the caller's goroutine if the connection is up and
+// idle (no replies on their way, so the write cannot block on a full socket buffer, and
+// there is nothing to gather), and reports whether it did. It never dials: that is the
+// writer's job, which Send must not wait for.
+func (d *direct) writeNow() bool {
+	if !d.writeMu.TryLock() {
+		return false
+	}
+	defer d.writeMu.Unlock()
+	cn := d.cn
+	if cn == nil || cn.busy.Load() > 0 || cn.dead.Load() || cn.retire.Load() || d.isStopping() {
+		return false
+	}
+	now := time.Now()
+	if (d.opt.ConnMaxIdleTime > 0 && now.Sub(cn.lastUse) > d.opt.ConnMaxIdleTime) ||
+		(!cn.retireAt.IsZero() && now.After(cn.retireAt)) {
+		return false // to be replaced: the writer does it
+	}
+	d.writeQueued(false)
 	return true
 }
 
@@ -242,14 +270,21 @@ func (d *direct) run() {
 	for {
 		select {
 		case <-d.stopping:
-			for d.writeQueued(false) {
+			for d.writeQueuedLocked(false) {
 			}
 			return
 		case <-d.wake:
 		}
-		for !d.isStopping() && d.writeQueued(true) {
+		for !d.isStopping() && d.writeQueuedLocked(true) {
 		}
 	}
+}
+
+// writeQueuedLocked is writeQueued under writeMu.
+func (d *direct) writeQueuedLocked(dial bool) bool {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	return d.writeQueued(dial)
 }
 
 func (d *direct) isStopping() bool {
@@ -262,7 +297,7 @@ func (d *direct) isStopping() bool {
 }
 
 // writeQueued takes what is queued and writes it, dialling if dial is set and there is no
-// connection. It reports false if the queue was empty.
+// connection. It reports false if the queue was empty. The caller holds writeMu.
 func (d *direct) writeQueued(dial bool) bool {
 	if dial {
 		d.gather()

@@ -18,10 +18,9 @@
 -- ARGV[4]  the caller's process id for turns; empty to take no turns (a quorum, where
 --          independent nodes would promise different turns): KEYS[3] and KEYS[4] are then
 --          left alone
--- ARGV[5]  "1" if the process may be in the turn list (an earlier attempt joined it)
--- ARGV[6]  "1" to join the turn list when refused (Lock), "0" not to (TryLock)
--- ARGV[7]  how long the turn list and the asks live after their last change, in ms
--- ARGV[8]  how long a standing request lives unless the next attempt refreshes it, in ms
+-- ARGV[5]  "1" to join the turn list when refused (Lock), "0" not to (TryLock)
+-- ARGV[6]  how long the turn list and the asks live after their last change, in ms
+-- ARGV[7]  how long a standing request lives unless the next attempt refreshes it, in ms
 --
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
@@ -29,8 +28,11 @@
 --   <= 0 refused; the negated value is how long until it is worth asking again, in
 --        milliseconds (the holder's remaining time, or the rest of another process's
 --        turn), 0 when unknown (the key has no expiry)
--- Errors: WRONGTYPE when the lock key holds something other than a string; the INCRBY
---   error when the fencing counter is not an integer (the lock key is then left as it was).
+-- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
+--   list or the asks another type); the INCRBY error when the fencing counter is not an
+--   integer (the lock key is then left as it was).
+-- The turn list and the asks change together: a process is listed exactly when it has a
+-- standing request, so HEXISTS tells whether it is listed (no LPOS: Redis before 6.0.6).
 -- An attempt that finds its own token (granted by a release, or a retry whose reply was
 -- lost) or its own turn succeeds with a fresh reservation, and sets the lease to ARGV[2]
 -- from now.
@@ -43,9 +45,8 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	if me ~= '' and ARGV[5] == '1' then
+	if me ~= '' and redis.call('HDEL', KEYS[4], me) == 1 then
 		redis.call('LREM', KEYS[3], 0, me)
-		redis.call('HDEL', KEYS[4], me)
 	end
 	return fence
 end
@@ -60,15 +61,15 @@ if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
 end
-if me ~= '' and ARGV[6] == '1' then
-	if not redis.call('LPOS', KEYS[3], me) then
+if me ~= '' and ARGV[5] == '1' then
+	if redis.call('HEXISTS', KEYS[4], me) == 0 then
 		redis.call('RPUSH', KEYS[3], me)
 	end
 	local now = redis.call('TIME')
-	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[8])
+	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[7])
 	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires)
-	redis.call('PEXPIRE', KEYS[3], ARGV[7])
-	redis.call('PEXPIRE', KEYS[4], ARGV[7])
+	redis.call('PEXPIRE', KEYS[3], ARGV[6])
+	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then

@@ -31,7 +31,8 @@
 --
 -- Reply: 1 released (leave: the leaving process had the lock or the turn, and passed it
 -- on); 0 the key no longer holds this token (expired, deleted or taken).
--- Errors: WRONGTYPE when the lock key holds something other than a string.
+-- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
+-- list or the asks another type).
 local function passOn()
 	if ARGV[4] == '' then
 		redis.call('DEL', KEYS[1])
@@ -64,11 +65,21 @@ end
 local holder = redis.call('GET', KEYS[1])
 if ARGV[6] == 'leave' then
 	local me = ARGV[7]
-	redis.call('LREM', KEYS[2], 0, me)
-	redis.call('HDEL', KEYS[4], me)
-	if holder and (holder == 'turn:' .. me or (ARGV[1] ~= '' and holder == ARGV[1])) then
-		-- Granted, or promised, as it gave up: pass it on.
-		passOn()
+	if ARGV[1] ~= '' and holder == ARGV[1] then
+		passOn() -- granted as it gave up
+		return 1
+	end
+	-- A request with another token is a newer waiter of the same process, which joined
+	-- after this one left: it keeps its place, and the turn if it has it.
+	local ask = redis.call('HGET', KEYS[4], me)
+	if ask and string.sub(ask, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then
+		return 0
+	end
+	if redis.call('HDEL', KEYS[4], me) == 1 then
+		redis.call('LREM', KEYS[2], 0, me)
+	end
+	if holder == 'turn:' .. me then
+		passOn() -- promised as it gave up
 		return 1
 	end
 	return 0

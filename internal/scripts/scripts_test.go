@@ -44,7 +44,6 @@ func acquire(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duratio
 type turnArgs struct {
 	reserve int64
 	me      string // "" for no turns
-	inTurns bool
 	try     bool
 }
 
@@ -52,7 +51,7 @@ func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
 func acquireAs(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, a turnArgs) (int64, error) {
 	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence, k.Turns, k.Asks},
-		token, ttl.Milliseconds(), a.reserve, a.me, flag(a.inTurns), flag(!a.try), 60000, 3000).Int64()
+		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000).Int64()
 }
 
 func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
@@ -334,7 +333,6 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatal("the granted request is still standing")
 	}
 	// p2 confirms with its token: the lease is set to its TTL, with a fresh reservation.
-	p2.inTurns = true
 	got, err = acquireAs(rdb, k, tokenB, time.Minute, p2)
 	must(t, got, err, 5)
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 3*time.Second {
@@ -355,7 +353,6 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatalf("acquire during another's turn = %d, %v; want -(rest of the turn)", got, err)
 	}
 	wantList("p1")
-	p3.inTurns = true
 	got, err = acquireAs(rdb, k, tokenC, time.Minute, p3)
 	must(t, got, err, 6)
 	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenC {
@@ -373,7 +370,7 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatal("the lock granted to a process that left is still held")
 	}
 	// A process that had the turn passes it on; one that had nothing changes nothing.
-	rdb.RPush(ctx, k.Turns, "p5", "p6")
+	rdb.RPush(ctx, k.Turns, "p6")
 	rdb.Set(ctx, k.Lock, "turn:p5", time.Minute)
 	got, err = leaveTurns(rdb, k, "p5", "")
 	must(t, got, err, 1)
@@ -381,6 +378,19 @@ func TestMutexTurns(t *testing.T) {
 	got, err = leaveTurns(rdb, k, "p7", "")
 	must(t, got, err, 0)
 	wantList()
+	// A leave that comes late, after a newer waiter of the same process asked with another
+	// token, leaves that waiter's place alone.
+	rdb.RPush(ctx, k.Turns, "p8")
+	rdb.HSet(ctx, k.Asks, "p8", tokenD+" 60000 1 99999999999999")
+	got, err = leaveTurns(rdb, k, "p8", tokenC)
+	must(t, got, err, 0)
+	wantList("p8")
+	got, err = leaveTurns(rdb, k, "p8", tokenD)
+	must(t, got, err, 0)
+	wantList()
+	if rdb.HExists(ctx, k.Asks, "p8").Val() {
+		t.Fatal("the leaving process's request is still standing")
+	}
 	if v := rdb.Get(ctx, k.Lock).Val(); v != "turn:p6" {
 		t.Fatalf("lock = %q, want the promise to p6", v)
 	}
