@@ -61,8 +61,10 @@
 // the key; the grant sets the key for at most 3s, and the grantee's first renewal (after
 // 1s) extends it to the TTL. A process that dies while it waits can therefore keep the
 // lock for up to 3s after it is granted. Clients of other libraries that SET the key
-// directly take no turns. On a quorum, Mutexes take no turns (independent nodes would
-// pass the lock to different processes) but do hand off within a process.
+// directly take no turns, and with WithPrefix("") (keys shared with them) Mutexes take
+// none either, so that those clients are not starved. On a quorum, Mutexes take no turns
+// (independent nodes would pass the lock to different processes) but do hand off within
+// a process. A NoRenew lease is not handed off: it lasts its TTL from its own acquisition.
 //
 // # What is not guaranteed
 //
