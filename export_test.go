@@ -21,3 +21,7 @@ func SetTurnLength(d time.Duration) (restore func()) {
 	turnLength, turnArg = d, any(ms(d.Milliseconds()))
 	return func() { turnLength, turnArg = old, any(ms(old.Milliseconds())) }
 }
+
+// LeaveTurns sends m's leave of the turns for a standing request with token ask, as the
+// last local waiter that gives up does.
+func LeaveTurns(m *Mutex, ask string) { m.t.leaveTurns(ask) }

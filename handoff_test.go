@@ -271,3 +271,49 @@ func TestGrantRenewedToTTL(t *testing.T) {
 	})
 	_ = lb.Unlock(ctx)
 }
+
+// TestStaleLeaveKeepsNewerAsk: the leave that lock() sends (without waiting) for a last
+// local waiter that gave up may reach Redis after a new Lock of the same process has
+// joined the turns with a new standing request. The leave names the old request's token,
+// so it leaves the new one in place, and the release grants it.
+func TestStaleLeaveKeepsNewerAsk(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 15*time.Second)
+
+	q, p := newClient(t, rdb), newClient(t, rdb)
+	held, err := q.Mutex("lv", dlock.TTL(5*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := p.Mutex("lv")
+	base := scriptCalls(t, rdb)
+	got := make(chan *dlock.Lease, 1)
+	go func() {
+		l, err := pm.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	// Refused, listening, refused again (after subscribing): it now waits.
+	waitFor(t, 5*time.Second, "P's two attempts", func() bool { return scriptCalls(t, rdb) >= base+2 })
+	if n := rdb.LLen(ctx, "{dlock:lv}:turns").Val(); n != 1 {
+		t.Fatalf("turn list has %d entries, want P", n)
+	}
+
+	// The leave of an earlier last waiter of P (ask token "old"), overtaken by the new
+	// waiter's attempt.
+	dlock.LeaveTurns(pm, "old-ask-token")
+	waitFor(t, 5*time.Second, "the stale leave to run", func() bool { return scriptCalls(t, rdb) >= base+3 })
+	if n := rdb.LLen(ctx, "{dlock:lv}:turns").Val(); n != 1 {
+		t.Fatalf("turn list has %d entries after the stale leave, want P still", n)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	_ = l.Unlock(ctx)
+}
