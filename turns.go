@@ -82,9 +82,9 @@ func (t *target) turns() bool {
 }
 
 // prepareAttempt sets what a Mutex attempt tells Redis about this process: how many
-// fencing tokens to reserve for the local waiters behind the caller, whether the process
-// may be in the turn list, and, for the head of the local queue, the token of the
-// process's standing request. It returns the token to ask with, or nil for a fresh one.
+// fencing tokens to reserve for the local waiters behind the caller and, for the head of
+// the local queue, the token of the process's standing request (made on its first
+// attempt). It returns the token to ask with, or nil for a fresh one.
 func (t *target) prepareAttempt(r *request) (token any) {
 	r.reserve = 1
 	if !t.scheme.handsOff() {
