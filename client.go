@@ -74,6 +74,13 @@ type node struct {
 // New returns a Client for one Redis deployment: a standalone server, a Sentinel-managed
 // failover client or a Cluster. A nil rdb or an invalid option gives a Client whose every
 // operation returns an error that says so.
+//
+// For a *redis.Client (standalone or Sentinel), dlock runs its scripts on a connection of
+// its own per node, dialled with rdb's Options (Dialer, TLS, credentials, DB), on which
+// the calls of all goroutines are pipelined. Those calls bypass rdb's hooks (tracing,
+// metrics) and MaxRetries; wrap Options.Dialer to observe them. A client with OnConnect,
+// Limiter or StreamingCredentialsProvider set, a Cluster and a Ring are served through
+// go-redis pipelines instead. Pub/sub always goes through rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	if isNil(rdb) {
 		return failedClient(errors.New("dlock: New was given a nil Redis client: pass a *redis.Client or *redis.ClusterClient"), opts)
