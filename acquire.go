@@ -121,7 +121,9 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	switch {
 	case granted >= need:
 		if undo {
-			t.releaseAbandoned(token, false)
+			// It held the lock: pass it on. (On a quorum the majority's wake-up would
+			// only send waiters into the same race; see releaseAbandoned.)
+			t.releaseAbandoned(token, n == 1)
 		}
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
 	case blocked <= n-need && (granted == 0 || held >= need):
