@@ -58,8 +58,8 @@
 // that has waited longest inside the release script, so no process waits while others
 // take the lock again and again, and the next holder needs no round trip of its own. A
 // granted lease starts on the grantee's clock before it first asked, so it never outlasts
-// the key; the grant sets the key for at most 3s, and the grantee's first renewal (after
-// 1s) extends it to the TTL. A process that dies while it waits can therefore keep the
+// the key; the grant sets the key for at most 3s, and the grantee's first renewal (a third
+// of the way into that) extends it to the TTL. A process that dies while it waits can therefore keep the
 // lock for up to 3s after it is granted. Clients of other libraries that SET the key
 // directly take no turns, and with WithPrefix("") (keys shared with them) Mutexes take
 // none either, so that those clients are not starved. On a quorum, Mutexes take no turns

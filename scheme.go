@@ -103,13 +103,19 @@ func (mutexScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 }
 
 func (mutexScheme) release(t *target, token any, publish string, call *batch.Call) {
+	mutexRelease(t, token, publish, releaseMode, noArg, call)
+}
+
+// mutexRelease prepares mutex_release.lua: a release (mode releaseMode) of token, or a
+// process that stops waiting (leaveMode, with its id as me and its request's token).
+func mutexRelease(t *target, token any, publish string, mode, me any, call *batch.Call) {
 	call.Script = scripts.MutexRelease
 	call.Keys = t.mutexReleaseKeys
 	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
 	if t.turns() {
 		turn = turnArg
 	}
-	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, releaseMode, noArg}
+	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
 }
 
 func (mutexScheme) extend(t *target, token any, ttl string, call *batch.Call) {

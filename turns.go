@@ -8,7 +8,6 @@ import (
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // Turns: how a hot Mutex goes round between processes.
@@ -209,10 +208,7 @@ func (t *target) leaveTurns(ask any) {
 		ask = noArg
 	}
 	t.c.sendAll(nil, turnLength, func(call *batch.Call) bool {
-		call.Script = scripts.MutexRelease
-		call.Keys = t.mutexReleaseKeys
-		call.Args = []any{ask, t.channelArg, publishArg(t.c.nodes[call.Node].publishCommand()),
-			turnArg, grantLengthArg, leaveMode, t.turnIDArg}
+		mutexRelease(t, ask, t.c.nodes[call.Node].publishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
 }

@@ -23,8 +23,8 @@ type votes struct {
 	ctxErr   error // ctx's error when the poll ended, if ctx ended it
 	start    time.Time
 
-	// Storage for up to inlineNodes nodes, so that a poll of one deployment (or a small
-	// quorum) allocates once.
+	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
+	// deployment, which then allocates once.
 	valsBuf     [inlineNodes]int64
 	answeredBuf [inlineNodes]bool
 	callsBuf    [1]batch.Call
