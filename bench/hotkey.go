@@ -214,7 +214,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 		res.Err = fmt.Sprintf("%d errors, first: %s", len(errs), errs[0])
 	}
 	warmup := min(b.cfg.Duration/10, 500*time.Millisecond)
-	hotMetrics(res, samples, start.Add(warmup), end, n*b.cfg.HotGoroutines)
+	hotMetrics(res, samples, start.Add(warmup), end, n*b.cfg.HotGoroutines, b.cfg.HotGoroutines)
 	res.Samples = samples
 	return res
 }
@@ -222,7 +222,10 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 // hotMetrics computes the hot-key metrics over the window [from, to): samples whose
 // request falls in it count for waits and order; holds count for utilisation in so far
 // as they overlap it.
-func hotMetrics(res *result, samples []sample, from, to time.Time, goroutines int) {
+//
+// perProcess is the number of goroutines of one worker process: goroutine g runs in
+// process g / perProcess, which tells a hand-off within a process from one between two.
+func hotMetrics(res *result, samples []sample, from, to time.Time, goroutines, perProcess int) {
 	f, t := from.UnixNano(), to.UnixNano()
 	window := float64(t - f)
 	var held float64
@@ -280,9 +283,12 @@ func hotMetrics(res *result, samples []sample, from, to time.Time, goroutines in
 	}
 	m["starved_goroutines"] = float64(starved)
 	m["overlaps"] = float64(overlaps(samples))
-	handoff, regrant := handoffs(samples, f, t)
-	m["handoff_p50_us"] = handoff
-	m["regrant_same_goroutine"] = regrant
+	h := handoffs(samples, f, t, perProcess)
+	m["handoff_p50_us"] = h.all
+	m["handoff_local_p50_us"] = h.local
+	m["handoff_cross_p50_us"] = h.cross
+	m["handoff_cross_share"] = h.crossShare
+	m["regrant_same_goroutine"] = h.regrant
 	ooo, ooo1 := outOfOrder(samples, f, t)
 	m["out_of_order"] = ooo
 	m["out_of_order_1ms"] = ooo1
@@ -362,10 +368,18 @@ func overlaps(samples []sample) int {
 	return n
 }
 
-// handoffs looks at consecutive grants in [f, t): the median time from the previous
-// holder's Unlock call to the next grant (µs), and the share of grants that went straight
-// back to the goroutine that had just released (barging: the others were already waiting).
-func handoffs(samples []sample, f, t int64) (float64, float64) {
+// handoffStats describes the hand-offs between consecutive grants: medians in µs of the
+// time from the previous holder's Unlock call to the next grant, over all of them, those
+// within one process and those between two (0 where there were none); the share of
+// hand-offs between processes; and the share of grants that went straight back to the
+// goroutine that had just released (barging: the others were already waiting).
+type handoffStats struct {
+	all, local, cross   float64
+	crossShare, regrant float64
+}
+
+// handoffs looks at consecutive grants in [f, t); goroutine g runs in process g/perProcess.
+func handoffs(samples []sample, f, t int64, perProcess int) handoffStats {
 	var held []sample
 	for _, s := range samples {
 		if s.Acq >= f && s.Acq < t {
@@ -373,17 +387,32 @@ func handoffs(samples []sample, f, t int64) (float64, float64) {
 		}
 	}
 	if len(held) < 2 {
-		return 0, 0
+		return handoffStats{}
 	}
+	perProcess = max(perProcess, 1)
 	slices.SortFunc(held, func(a, b sample) int { return cmpInt(a.Acq, b.Acq) })
-	gaps := make([]float64, 0, len(held)-1)
+	var all, local, cross []float64
 	same := 0
 	for i := 1; i < len(held); i++ {
-		gaps = append(gaps, float64(held[i].Acq-held[i-1].Rel)/1e3)
+		gap := float64(held[i].Acq-held[i-1].Rel) / 1e3
+		all = append(all, gap)
+		if held[i].G/perProcess == held[i-1].G/perProcess {
+			local = append(local, gap)
+		} else {
+			cross = append(cross, gap)
+		}
 		if held[i].G == held[i-1].G {
 			same++
 		}
 	}
-	slices.Sort(gaps)
-	return quantile(gaps, 0.5), float64(same) / float64(len(gaps))
+	for _, x := range [][]float64{all, local, cross} {
+		slices.Sort(x)
+	}
+	return handoffStats{
+		all:        quantile(all, 0.5),
+		local:      quantile(local, 0.5),
+		cross:      quantile(cross, 0.5),
+		crossShare: float64(len(cross)) / float64(len(all)),
+		regrant:    float64(same) / float64(len(all)),
+	}
 }

@@ -302,12 +302,13 @@ func summary(r *result) string {
 	var s string
 	switch r.Scenario {
 	case scThroughput:
-		s = fmt.Sprintf("%.0f ops/s; CPU per op: server %.1f µs, client %.1f µs", m["ops_per_s"], m["server_cpu_us_per_op"], m["client_cpu_us_per_op"])
+		s = fmt.Sprintf("%.0f ops/s; CPU per op: server %.1f µs (scripts %.1f), client %.1f µs; server ceiling %.0f ops/s", m["ops_per_s"], m["server_cpu_us_per_op"], m["script_us_per_op"], m["client_cpu_us_per_op"], m["server_ceiling_ops_per_s"])
 	case scAllocs:
 		s = fmt.Sprintf("%.1f allocs/op, %.0f B/op, %.0f µs/op", m["allocs_per_op"], m["bytes_per_op"], m["latency_us"])
 	case scHotKey, scFair:
-		s = fmt.Sprintf("utilisation %.3f, wait p50 %.1f p99 %.1f max %.1f ms, out of order %.3f, min share %.2f, %.0f grants/s, hand-off %.0f µs",
-			m["utilisation"], m["wait_p50_ms"], m["wait_p99_ms"], m["wait_max_ms"], m["out_of_order"], m["min_share"], m["grants_per_s"], m["handoff_p50_us"])
+		s = fmt.Sprintf("utilisation %.3f, wait p50 %.1f p99 %.1f max %.1f ms, out of order %.3f, min share %.2f, %.0f grants/s, hand-off %.0f µs (within a process %.0f, between %.0f; %.0f%% between)",
+			m["utilisation"], m["wait_p50_ms"], m["wait_p99_ms"], m["wait_max_ms"], m["out_of_order"], m["min_share"], m["grants_per_s"], m["handoff_p50_us"],
+			m["handoff_local_p50_us"], m["handoff_cross_p50_us"], 100*m["handoff_cross_share"])
 	case scQuorum:
 		s = fmt.Sprintf("p50 1 node %.0f µs, 5 nodes %.0f µs, ratio %.2f", m["p50_1_us"], m["p50_5_us"], m["p50_ratio"])
 	case scLeases:

@@ -192,7 +192,7 @@ func TestHotMetrics(t *testing.T) {
 		samples = append(samples, sample{G: i % 2, Req: at(float64(i) - 1), Acq: at(float64(i)), Rel: at(float64(i) + 1)})
 	}
 	res := newResult(scHotKey, libDlock, 1)
-	hotMetrics(res, samples, base, base.Add(10*time.Millisecond), 2)
+	hotMetrics(res, samples, base, base.Add(10*time.Millisecond), 2, 1)
 	m := res.Metrics
 	if math.Abs(m["utilisation"]-1) > 1e-9 {
 		t.Errorf("utilisation = %v, want 1", m["utilisation"])
@@ -202,6 +202,9 @@ func TestHotMetrics(t *testing.T) {
 	}
 	if m["handoff_p50_us"] != 0 || m["regrant_same_goroutine"] != 0 {
 		t.Errorf("hand-off %v µs, re-grants %v; want 0 and 0", m["handoff_p50_us"], m["regrant_same_goroutine"])
+	}
+	if m["handoff_cross_share"] != 1 || m["handoff_local_p50_us"] != 0 {
+		t.Errorf("hand-offs between processes %v, within p50 %v; want 1 and 0 (one goroutine per process)", m["handoff_cross_share"], m["handoff_local_p50_us"])
 	}
 	if m["overlaps"] != 0 {
 		t.Errorf("overlaps = %v, want 0", m["overlaps"])
@@ -225,5 +228,40 @@ func TestWriteMarkdownWithoutMarkers(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if !strings.Contains(string(b), mdBegin+"\n\ntable\n\n"+mdEnd) || strings.Contains(string(b), "no markers") {
 		t.Errorf("got %q", b)
+	}
+}
+
+func TestHandoffs(t *testing.T) {
+	us := func(x int) int64 { return int64(x) * int64(time.Microsecond) }
+	base := us(100) // the window starts at 1 ns: a sample never granted has Acq 0
+	hold := func(g, acq, rel int) sample { return sample{G: g, Req: base, Acq: base + us(acq), Rel: base + us(rel)} }
+	// Goroutines 0 and 1 run in process 0, 2 and 3 in process 1 (two per process).
+	samples := []sample{
+		hold(0, 0, 1000),
+		hold(1, 1010, 2000),          // within: 10 µs
+		hold(2, 2500, 3500),          // between: 500 µs
+		hold(3, 3520, 4500),          // within: 20 µs
+		hold(0, 5100, 6000),          // between: 600 µs
+		hold(0, 6030, 7000),          // within, the same goroutine again: 30 µs
+		{G: 1, Req: base + us(6500)}, // never granted: no hand-off
+	}
+	tests := []struct {
+		name       string
+		perProcess int
+		want       handoffStats
+	}{
+		{"two per process", 2, handoffStats{all: 30, local: 20, cross: 500, crossShare: 2.0 / 5, regrant: 1.0 / 5}},
+		{"one per process", 1, handoffStats{all: 30, local: 30, cross: 20, crossShare: 4.0 / 5, regrant: 1.0 / 5}},
+		{"all in one process", 4, handoffStats{all: 30, local: 30, cross: 0, crossShare: 0, regrant: 1.0 / 5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := handoffs(samples, 1, us(10000), tc.perProcess); got != tc.want {
+				t.Errorf("handoffs = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if got := handoffs(samples[:1], 1, us(10000), 2); got != (handoffStats{}) {
+		t.Errorf("handoffs of one grant = %+v, want zeros", got)
 	}
 }

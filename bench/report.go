@@ -54,6 +54,8 @@ func rows(cfg benchConfig) []row {
 			label: "ops/s ↑", higher: true, format: "%.0f", dlock: libDlock, goal: "≥ 3× best peer",
 			met: func(_ *report, _, ratio float64) bool { return ratio >= 3 }},
 		{sc: scThroughput, metric: "server_cpu_us_per_op", label: "redis-server CPU per pair, µs ↓", format: "%.1f", dlock: libDlock},
+		{sc: scThroughput, metric: "script_us_per_op", label: "… of which in EVAL/EVALSHA (scripts and the commands they run; INFO commandstats) ↓", format: "%.1f", dlock: libDlock},
+		{sc: scThroughput, metric: "server_ceiling_ops_per_s", label: "redis-server's ceiling, pairs/s (1 s ÷ its CPU per pair)⁴ ↑", higher: true, format: "%.0f", dlock: libDlock},
 		{sc: scThroughput, metric: "client_cpu_us_per_op", label: "client CPU per pair, µs ↓", format: "%.1f", dlock: libDlock},
 		{title: "Allocations per Lock+Unlock, 1 goroutine", sc: scAllocs, metric: "allocs_per_op",
 			label: "allocs/op ↓", format: "%.1f", dlock: libDlock, goal: "≤ 15",
@@ -70,6 +72,8 @@ func rows(cfg benchConfig) []row {
 		{sc: scHotKey, metric: "min_share", label: "fewest grants of a goroutine ÷ mean ↑", higher: true, format: "%.2f", dlock: libDlock},
 		{sc: scHotKey, metric: "out_of_order", label: "grants out of request order ↓", format: "%.3f", dlock: libDlock},
 		{sc: scHotKey, metric: "handoff_p50_us", label: "hand-off p50, µs (Unlock call to next grant) ↓", format: "%.0f", dlock: libDlock},
+		{sc: scHotKey, metric: "handoff_local_p50_us", label: "… within a process, p50 µs ↓", format: "%.0f", dlock: libDlock},
+		{sc: scHotKey, metric: "handoff_cross_p50_us", label: "… between processes, p50 µs⁵ ↓", format: "%.0f", dlock: libDlock},
 		{sc: scHotKey, metric: "regrant_same_goroutine", label: "grants straight back to the releaser (barging) ↓", format: "%.3f", dlock: libDlock},
 		{sc: scHotKey, metric: "grants_per_s", label: "grants/s ↑", higher: true, format: "%.0f", dlock: libDlock},
 		{sc: scHotKey, metric: "hold_mean_ms", label: fmt.Sprintf("mean hold, ms (nominal %v)³", cfg.Hold), format: "%.3f", dlock: libDlock},
@@ -81,6 +85,8 @@ func rows(cfg benchConfig) []row {
 			goal: "0 (request order)", met: func(_ *report, v, _ float64) bool { return v == 0 }},
 		{sc: scFair, metric: "out_of_order_1ms", label: "… overtaking a request ≥ 1 ms older ↓", format: "%.4f", dlock: libDlockFair},
 		{sc: scFair, metric: "handoff_p50_us", label: "hand-off p50, µs ↓", format: "%.0f", dlock: libDlockFair},
+		{sc: scFair, metric: "handoff_local_p50_us", label: "… within a process, p50 µs ↓", format: "%.0f", dlock: libDlockFair},
+		{sc: scFair, metric: "handoff_cross_p50_us", label: "… between processes, p50 µs⁵ ↓", format: "%.0f", dlock: libDlockFair},
 		{sc: scFair, metric: "wait_p99_ms", label: "wait p99, ms ↓", format: "%.1f", dlock: libDlockFair},
 		{sc: scFair, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlockFair,
 			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }},
@@ -217,7 +223,7 @@ func renderMarkdown(r *report, out outputs) string {
 		p(" %s | %s | %s |\n", ratioCell, rw.goal, metCell)
 	}
 	p("\n¹ Judged as: every goroutine got the lock during the run, none was still waiting %v after the end, and the goroutine with the fewest grants got at least half the mean. ", grace)
-	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock writes its calls on a connection of its own, auto-pipelined, which go-redis hooks do not see): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v is the utilisation at the nominal hold.\n\n", cfg.Hold, cfg.Hold)
+	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock writes its calls on a connection of its own, auto-pipelined, which go-redis hooks do not see): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v is the utilisation at the nominal hold. ⁴ The most Lock+Unlock pairs per second one single-threaded redis-server could run at the CPU per pair measured, however well the client batches. Divided by the best peer's ops/s, it bounds the ratio to the best peer that a library with that CPU per pair can reach. ⁵ A grant to another process wakes that process, and the release first wakes redis-server: on a virtual machine whose idle vCPUs halt, each wake of an idle process costs hundreds of µs.\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {

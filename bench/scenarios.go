@@ -93,6 +93,7 @@ func (b *bench) throughput(lib string, run int) *result {
 		}()
 	}
 	ready.Wait()
+	lua0, luaErr := b.scriptMicros(b.single.Addr)
 	srv0, srvOK := processCPU(b.single.cmd.Process.Pid)
 	cli0, cliOK := selfCPU()
 	t0 := time.Now()
@@ -103,6 +104,7 @@ func (b *bench) throughput(lib string, run int) *result {
 	elapsed := time.Since(t0)
 	srv1, srvOK1 := processCPU(b.single.cmd.Process.Pid)
 	cli1, cliOK1 := selfCPU()
+	lua1, luaErr1 := b.scriptMicros(b.single.Addr)
 	if firstErr != nil {
 		return res.fail(firstErr)
 	}
@@ -110,7 +112,14 @@ func (b *bench) throughput(lib string, run int) *result {
 		// CPU per pair: the server's (redis-server is one process) and this process's
 		// (the library, go-redis or rueidis, and the loop; nothing else runs meanwhile).
 		if srvOK && srvOK1 {
-			res.Metrics["server_cpu_us_per_op"] = float64((srv1 - srv0).Microseconds()) / ops
+			perOp := float64((srv1 - srv0).Microseconds()) / ops
+			res.Metrics["server_cpu_us_per_op"] = perOp
+			// What one redis-server could serve if it did nothing else: the throughput
+			// no client can pass with these commands, however it batches them.
+			res.Metrics["server_ceiling_ops_per_s"] = 1e6 / perOp
+		}
+		if luaErr == nil && luaErr1 == nil {
+			res.Metrics["script_us_per_op"] = float64(lua1-lua0) / ops
 		}
 		if cliOK && cliOK1 {
 			res.Metrics["client_cpu_us_per_op"] = float64((cli1 - cli0).Microseconds()) / ops

@@ -14,6 +14,19 @@ import (
 // commandStats returns the calls of every command from INFO commandstats: commands
 // that scripts ran count there too.
 func (b *bench) commandStats(addr string) (cmdCounts, error) {
+	return b.commandStat(addr, "calls")
+}
+
+// scriptMicros returns the microseconds redis-server has spent in EVAL and EVALSHA (the
+// scripts with the commands they ran) from INFO commandstats.
+func (b *bench) scriptMicros(addr string) (int64, error) {
+	usec, err := b.commandStat(addr, "usec")
+	return usec["evalsha"] + usec["eval"], err
+}
+
+// commandStat returns one field (calls, usec, ...) of every command in INFO commandstats,
+// by lower-case command name.
+func (b *bench) commandStat(addr, field string) (cmdCounts, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	info, err := b.admin(addr).Info(ctx, "commandstats").Result()
@@ -27,8 +40,8 @@ func (b *bench) commandStats(addr string) (cmdCounts, error) {
 		if !ok || !found {
 			continue
 		}
-		for field := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
+		for kv := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, field+"="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("INFO commandstats: %q: %w", line, err)
