@@ -114,9 +114,11 @@ func (b *bench) throughput(lib string, run int) *result {
 		if srvOK && srvOK1 {
 			perOp := float64((srv1 - srv0).Microseconds()) / ops
 			res.Metrics["server_cpu_us_per_op"] = perOp
-			// What one redis-server could serve if it did nothing else: the throughput
-			// no client can pass with these commands, however it batches them.
-			res.Metrics["server_ceiling_ops_per_s"] = 1e6 / perOp
+			if perOp > 0 { // /proc counts in clock ticks; +Inf would not encode as JSON
+				// What one redis-server could serve if it did nothing else: the throughput
+				// no client can pass with these commands, however it batches them.
+				res.Metrics["server_ceiling_ops_per_s"] = 1e6 / perOp
+			}
 		}
 		if luaErr == nil && luaErr1 == nil {
 			res.Metrics["script_us_per_op"] = float64(lua1-lua0) / ops
