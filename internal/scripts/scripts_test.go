@@ -66,8 +66,13 @@ func leaveTurns(rdb redis.Scripter, k keyspace.Keys, me, token string) (int64, e
 	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
 }
 
+// extend lengthens only; extendSet sets the expiry exactly (an Extend that shortens).
 func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds()).Int64()
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "").Int64()
+}
+
+func extendSet(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "set").Int64()
 }
 
 func raise(rdb redis.Scripter, k keyspace.Keys, to int64) (int64, error) {
@@ -500,7 +505,14 @@ func TestMutexExtend(t *testing.T) {
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute || pttl > time.Hour {
 		t.Fatalf("PTTL after extend = %v, want about 1h", pttl)
 	}
-	got, err = extend(rdb, k, tokenA, 2*time.Second) // shortening is allowed
+	// A renewal that arrives after a longer one (sent later, landed first) keeps the
+	// longer expiry: a renewal never shortens.
+	got, err = extend(rdb, k, tokenA, 2*time.Second)
+	must(t, got, err, 1)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute {
+		t.Fatalf("PTTL after a shorter renewal = %v, want the hour kept", pttl)
+	}
+	got, err = extendSet(rdb, k, tokenA, 2*time.Second) // an Extend may shorten
 	must(t, got, err, 1)
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl > 2*time.Second {
 		t.Fatalf("PTTL after shortening = %v, want <= 2s", pttl)
@@ -701,9 +713,9 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	}
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
 	must(t, got, err, 0) // a waiting writer keeps new readers out
-	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000", "").Int64()
 	must(t, got, err, 1)
-	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000", "").Int64()
 	must(t, got, err, 0)
 
 	ps := sub(t, k.Channel)
@@ -749,8 +761,19 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("acquire behind a waiting request: %d, %v", got, err)
 	}
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000", "").Int64()
 	must(t, got, err, 1)
+	end := rdb.ZScore(ctx, holders, "h1").Val()
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "").Int64() // a late, shorter renewal
+	must(t, got, err, 1)
+	if now := rdb.ZScore(ctx, holders, "h1").Val(); now != end {
+		t.Fatalf("a shorter renewal moved the lease end from %v to %v; renewals only lengthen", end, now)
+	}
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "set").Int64() // an Extend that shortens
+	must(t, got, err, 1)
+	if now := rdb.ZScore(ctx, holders, "h1").Val(); now >= end {
+		t.Fatalf("a shortening Extend left the lease end at %v (was %v)", now, end)
+	}
 	got, err = MemberRelease.Run(ctx, rdb, members, "h1", k.Channel, publish).Int64()
 	must(t, got, err, 1)
 	ps := sub(t, k.Channel)
