@@ -77,16 +77,26 @@ func raceKinds() []raceKind {
 	long := dlock.TTL(5 * time.Second)
 	return []raceKind{
 		{"mutex",
-			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.Mutex("race", ttl).Lock(ctx) },
-			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.Mutex("race", long).TryLock(ctx) }},
+			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.Mutex("race", ttl).Lock(ctx)
+			},
+			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.Mutex("race", long).TryLock(ctx)
+			}},
 		{"fair",
-			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.FairMutex("race", ttl).Lock(ctx) },
+			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.FairMutex("race", ttl).Lock(ctx)
+			},
 			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
 				return c.FairMutex("race", long).TryLock(ctx)
 			}},
 		{"reader",
-			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.RWMutex("race", ttl).RLock(ctx) },
-			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.RWMutex("race", long).TryLock(ctx) }},
+			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.RWMutex("race", ttl).RLock(ctx)
+			},
+			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.RWMutex("race", long).TryLock(ctx)
+			}},
 		{"semaphore",
 			func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
 				return c.Semaphore("race", 1, ttl).Acquire(ctx, 1)
