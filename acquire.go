@@ -126,23 +126,18 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 			t.releaseAbandoned(token, n == 1)
 		}
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
-	case blocked <= n-need && (granted == 0 || held >= need):
-		// Held (by a majority, even if some free nodes granted this attempt): wait until
-		// enough of the held nodes could be free. Nodes that had not answered when the
-		// verdict was clear may still grant: undo there too.
+	case blocked <= n-need && v.heldByOne() >= need:
+		// Held by one holder on a majority (even if some free nodes granted this attempt):
+		// wait until enough of the held nodes could be free. Nodes that had not answered
+		// when the verdict was clear may still grant: undo there too.
 		if undo {
 			t.releaseAbandoned(token, false)
 		}
-		var left []int64
-		for i, val := range v.vals {
-			if v.answered[i] && val <= 0 {
-				left = append(left, -val)
-			}
-		}
-		return attempt{left: majorityFree(left, max(need-(n-held-v.failed), 1))}
+		return attempt{left: majorityFree(v.refusedLeft(), max(need-(n-held-v.failed), 1))}
 	case blocked <= n-need:
-		// Contenders split the votes: each got some nodes, none enough. Each undoes its
-		// share without waking anyone and retries after a random delay.
+		// Contenders split the votes: no one got a majority, and no one else holds one.
+		// Each undoes its share without waking anyone and retries after a random delay;
+		// waiting for the others' fresh leases would leave the lock free for a whole TTL.
 		if undo {
 			t.releaseAbandoned(token, false)
 		}
@@ -163,8 +158,8 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
-// remaining times in milliseconds (0: unknown); -1 when unknown.
-func majorityFree(left []int64, need int) time.Duration {
+// remaining times (0: unknown); -1 when unknown.
+func majorityFree(left []time.Duration, need int) time.Duration {
 	if len(left) < need {
 		return -1
 	}
@@ -172,7 +167,7 @@ func majorityFree(left []int64, need int) time.Duration {
 	if left[0] == 0 {
 		return -1
 	}
-	return time.Duration(left[need-1]) * time.Millisecond
+	return left[need-1]
 }
 
 // settleFence makes sure a majority holds at least fence before the lock is granted: the

@@ -163,8 +163,11 @@ func (l *Lease) Err() error {
 func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 
 // Extend makes the lease last ttl from now and makes ttl the length of later renewals. ctx
-// bounds the request. On failure the lease is unchanged unless Redis said the key is no
-// longer ours: then the lease is lost and Extend returns ErrNotHeld.
+// bounds the request. If Redis says the key is no longer ours, the lease is lost and
+// Extend returns ErrNotHeld. Otherwise, on failure, an Extend that would lengthen the lease
+// leaves it unchanged; one that shortens it (ttl below the current length) takes effect
+// when it is sent, whatever the reply, since it may have landed: ValidUntil moves down to
+// at most now plus ttl, and later renewals use ttl.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		if !l.outer && l.h.state() == nil {

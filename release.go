@@ -36,15 +36,18 @@ func (h *hold) release(ctx context.Context) error {
 	}
 
 	c := h.c
+	// The per-node timeout follows the lock's TTL option, not a length an Extend set: a
+	// lease shortened to expire soon is still worth releasing on a slow server.
+	wait := max(ttl, h.t.cfg.ttl)
 	if ctx.Err() != nil {
 		// An Unlock deferred with a context that has ended since (a request's, say) still
 		// releases: leaving the key to expire would keep everyone out for a whole TTL.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(ttl))
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(wait))
 		defer cancel()
 	}
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
-	v := c.poll(ctx, nil, ttl,
+	v := c.poll(ctx, nil, wait,
 		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
 		func(v *votes) bool { return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need })
 	released, gone := v.yes, v.no
@@ -86,7 +89,9 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
 		h.setTTL(seq, ttl)
-		h.renewed(seq, v.start, deadline)
+		if !h.renewed(seq, v.start, deadline) && h.state() != nil {
+			return h.endedError("extend") // its deadline passed while the Extend was out
+		}
 		return nil
 	case v.no > n-need:
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")

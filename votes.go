@@ -3,10 +3,12 @@ package dlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // votes is what the nodes answered to one call each. Every script dlock runs replies with
@@ -14,7 +16,7 @@ import (
 // extended), zero or less a no (held, with the holder's remaining time negated; gone).
 type votes struct {
 	n        int
-	vals     []int64 // each node's reply, where answered and not failed
+	vals     []int64 // each node's reply where answered; failedReply where the call failed
 	answered []bool
 	errs     []error // one nodeError per node that failed
 	yes, no  int
@@ -31,6 +33,11 @@ type votes struct {
 }
 
 const inlineNodes = 5
+
+// failedReply marks a node whose call failed: no script replies with it.
+const failedReply = math.MinInt64
+
+func (v *votes) failedAt(node int) bool { return v.vals[node] == failedReply }
 
 func newVotes(n int) (*votes, []batch.Call) {
 	v := &votes{n: n, start: time.Now()}
@@ -56,6 +63,7 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		switch {
 		case call.Err != nil:
 			v.failed++
+			v.vals[call.Node] = failedReply
 			v.errs = append(v.errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
 		case call.Val > 0:
 			v.yes++
@@ -72,6 +80,51 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
 	return v
+}
+
+// heldByOne is the most nodes that refused on behalf of one holder. A node that refused
+// for no single holder (readers, permits, a waiting writer) counts for every holder, as if
+// the same holders held them all: waiting for them is what the caller must do anyway.
+func (v *votes) heldByOne() int {
+	var tags [inlineNodes]uint16
+	byTag, unknown, most := tags[:0], 0, 0
+	for i, val := range v.vals {
+		if !v.answered[i] || val > 0 || v.failedAt(i) {
+			continue
+		}
+		switch _, tag := scripts.Refusal(val); tag {
+		case 0:
+			unknown++
+		default:
+			byTag = append(byTag, tag)
+		}
+	}
+	for _, tag := range byTag {
+		most = max(most, countTag(byTag, tag))
+	}
+	return most + unknown
+}
+
+func countTag(tags []uint16, tag uint16) int {
+	n := 0
+	for _, t := range tags {
+		if t == tag {
+			n++
+		}
+	}
+	return n
+}
+
+// refusedLeft lists how long each node that refused said its holder has left (0: unknown).
+func (v *votes) refusedLeft() []time.Duration {
+	var left []time.Duration
+	for i, val := range v.vals {
+		if v.answered[i] && val <= 0 && !v.failedAt(i) {
+			l, _ := scripts.Refusal(val)
+			left = append(left, l)
+		}
+	}
+	return left
 }
 
 // unanswered is how many nodes of a poll of every node never answered.
