@@ -148,9 +148,9 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		t.releaseAbandoned(token, true)
 	}
 	errs := v.problems(c)
-	a := attempt{err: &quorumError{op: "lock", name: t.name, got: granted, need: need, total: n, errs: errs, single: n == 1}}
-	for _, e := range errs {
-		if ne, ok := e.(*nodeError); ok && permanent(ne.err) {
+	a := attempt{err: &QuorumError{Op: "lock", Name: t.name, Agreed: granted, Needed: need, Total: n, Nodes: errs}}
+	for _, ne := range errs {
+		if permanent(ne.Err) {
 			a.permanent = true
 		}
 	}

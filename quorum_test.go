@@ -268,3 +268,30 @@ func TestQuorumWaiterWakesWhenMajorityFree(t *testing.T) {
 		t.Fatalf("quorum waiter took %v", woke)
 	}
 }
+
+// TestQuorumErrorNamesEachNode: a lock that too few nodes could grant fails with a
+// *QuorumError that counts the votes and lists each failing node, in the order the nodes
+// were given, as a *NodeError with its address; errors.Is sees through to a node's cause.
+func TestQuorumErrorNamesEachNode(t *testing.T) {
+	servers, _, c := quorumOf(t, 3)
+	servers[0].Kill(t)
+	servers[2].Kill(t)
+	_, err := c.Mutex("named", dlock.TTL(time.Second)).TryLock(ctxTimeout(t, 10*time.Second))
+	var qe *dlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("TryLock with two of three nodes down: %v (%T), want a *dlock.QuorumError", err, err)
+	}
+	if qe.Op != "lock" || qe.Name != "named" || qe.Agreed != 1 || qe.Needed != 2 || qe.Total != 3 {
+		t.Fatalf("QuorumError %+v: want lock \"named\", 1 of 3 agreed, 2 needed", qe)
+	}
+	if len(qe.Nodes) != 2 || qe.Nodes[0].Addr != servers[0].Addr || qe.Nodes[1].Addr != servers[2].Addr {
+		t.Fatalf("failing nodes %v, want %s and %s in that order", qe.Nodes, servers[0].Addr, servers[2].Addr)
+	}
+	var ne *dlock.NodeError
+	if !errors.As(err, &ne) || ne.Err == nil {
+		t.Fatalf("errors.As(*NodeError) = %v, %v", ne, err)
+	}
+	if !strings.Contains(err.Error(), servers[0].Addr) {
+		t.Fatalf("message %q does not name the failing node", err)
+	}
+}

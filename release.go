@@ -60,7 +60,7 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	err := &quorumError{op: "unlock", name: h.t.name, got: released + gone, need: need, total: n, errs: v.problems(c), single: n == 1}
+	err := &QuorumError{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c)}
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
@@ -97,7 +97,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
 		return h.endedError("extend")
 	}
-	return &quorumError{op: "extend", name: h.t.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
+	return &QuorumError{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)}
 }
 
 // startExtend numbers an Extend to ttl about to be sent and reports whether it shortens

@@ -18,7 +18,7 @@ type votes struct {
 	n        int
 	vals     []int64 // each node's reply where answered; failedReply where the call failed
 	answered []bool
-	errs     []error // one nodeError per node that failed
+	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
 	failed   int
 	decided  bool  // the caller's decide said so before every node answered or time ran out
@@ -64,7 +64,10 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		case call.Err != nil:
 			v.failed++
 			v.vals[call.Node] = failedReply
-			v.errs = append(v.errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+			if v.errs == nil {
+				v.errs = make([]error, v.n)
+			}
+			v.errs[call.Node] = call.Err
 		case call.Val > 0:
 			v.yes++
 			v.vals[call.Node] = call.Val
@@ -130,24 +133,28 @@ func (v *votes) refusedLeft() []time.Duration {
 // unanswered is how many nodes of a poll of every node never answered.
 func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
 
-// problems lists what went wrong in a poll of every node: the nodes that failed, and, if
-// the poll ran out of time rather than reaching a verdict, the nodes that did not answer.
-func (v *votes) problems(c *Client) []error {
-	errs := v.errs
-	if v.decided {
-		return errs
-	}
-	waited := time.Since(v.start).Round(time.Millisecond)
-	silence := fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
-	if v.ctxErr != nil {
-		silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
-	}
-	for i, ok := range v.answered {
-		if !ok {
-			errs = append(errs, &nodeError{node: c.nodes[i].name, err: silence})
+// problems lists what went wrong in a poll of every node, in the order of the nodes: the
+// nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
+// nodes that did not answer.
+func (v *votes) problems(c *Client) []*NodeError {
+	var silence error
+	if !v.decided {
+		waited := time.Since(v.start).Round(time.Millisecond)
+		silence = fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
+		if v.ctxErr != nil {
+			silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
 		}
 	}
-	return errs
+	var out []*NodeError
+	for i, answered := range v.answered {
+		switch {
+		case v.failedAt(i):
+			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: v.errs[i]})
+		case !answered && silence != nil:
+			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: silence})
+		}
+	}
+	return out
 }
 
 // sendAll sends one call to each node (or those listed in only) and does not wait for the
