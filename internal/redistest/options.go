@@ -1,9 +1,13 @@
 package redistest
 
+import "crypto/tls"
+
 // config collects what the Options set.
 type config struct {
-	args     []string
-	password string
+	args             []string
+	password         string
+	tls              *tls.Config // WithTLS: the server speaks TLS only; clients connect with this
+	sentinelPassword string      // WithSentinelPassword
 }
 
 // Option configures a server started by Start, StartNodes or StartCluster.

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -39,6 +40,8 @@ type Server struct {
 	password string
 	userArgs []string
 	cluster  bool
+	conf     string      // a config file, given before the arguments (a Sentinel's); or ""
+	tls      *tls.Config // TLS only: Port is the --tls-port, clients connect with this; or nil
 
 	mu     sync.Mutex
 	proc   *process // nil while not running
@@ -103,6 +106,7 @@ func newServer(tb testing.TB, cfg config, cluster bool) *Server {
 		password: cfg.password,
 		userArgs: append([]string(nil), cfg.args...),
 		cluster:  cluster,
+		tls:      cfg.tls,
 	}
 	tb.Cleanup(s.cleanup)
 	return s
@@ -137,8 +141,16 @@ func (s *Server) startFresh() error {
 func (s *Server) logPath() string { return filepath.Join(s.dir, "redis.log") }
 
 func (s *Server) argv() []string {
-	a := []string{
-		"--port", strconv.Itoa(s.Port),
+	var a []string
+	if s.conf != "" {
+		a = append(a, s.conf) // redis-server takes a config file only as its first argument
+	}
+	if s.tls != nil {
+		a = append(a, "--port", "0", "--tls-port", strconv.Itoa(s.Port))
+	} else {
+		a = append(a, "--port", strconv.Itoa(s.Port))
+	}
+	a = append(a,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -146,7 +158,7 @@ func (s *Server) argv() []string {
 		"--dir", s.dir,
 		"--logfile", s.logPath(),
 		"--daemonize", "no",
-	}
+	)
 	if s.password != "" {
 		a = append(a, "--requirepass", s.password)
 	}
@@ -162,12 +174,14 @@ func (s *Server) argv() []string {
 }
 
 // Options returns new client options for this server: Addr, Password,
-// DialTimeout, ReadTimeout and WriteTimeout of 1 s; everything else
-// (including MaxRetries) is the go-redis default. The caller may modify them.
+// TLSConfig (WithTLS), DialTimeout, ReadTimeout and WriteTimeout of 1 s;
+// everything else (including MaxRetries) is the go-redis default. The caller
+// may modify them.
 func (s *Server) Options() *redis.Options {
 	return &redis.Options{
 		Addr:         s.Addr,
 		Password:     s.password,
+		TLSConfig:    s.tls.Clone(),
 		DialTimeout:  time.Second,
 		ReadTimeout:  time.Second,
 		WriteTimeout: time.Second,
