@@ -112,7 +112,7 @@ func (d *Sentinel) startSentinels(tb testing.TB, bin string) error {
 func (d *Sentinel) sentinelConf() string {
 	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d\n", d.MasterName, d.Master.Port, sentinelQuorum) +
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", d.MasterName, downAfter.Milliseconds()) +
-		fmt.Sprintf("sentinel failover-timeout %s %d\n", d.MasterName, (10 * downAfter).Milliseconds())
+		fmt.Sprintf("sentinel failover-timeout %s %d\n", d.MasterName, (10*downAfter).Milliseconds())
 	if d.password != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", d.MasterName, d.password)
 	}
