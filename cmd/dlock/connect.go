@@ -37,9 +37,8 @@ func (s *servers) open() *deployment {
 		return &deployment{cluster: true, nodes: []node{{rdb: redis.NewClusterClient(&opts), name: "cluster " + strings.Join(opts.Addrs, ",")}}}
 	}
 	d := &deployment{}
-	for _, o := range s.nodes {
-		opts := *o
-		d.nodes = append(d.nodes, node{rdb: redis.NewClient(&opts), name: nodeLabel(o)})
+	for _, n := range s.nodes {
+		d.nodes = append(d.nodes, node{rdb: n.client(), name: n.label()})
 	}
 	return d
 }
