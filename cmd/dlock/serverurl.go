@@ -53,7 +53,9 @@ func splitServerURL(raw string, allowed ...string) (*parsedURL, error) {
 func (p *parsedURL) tls() bool { return p.scheme == "rediss" || p.scheme == sentinelTLSScheme }
 
 // sentinel reports whether the URL names a master through its Sentinels.
-func (p *parsedURL) sentinel() bool { return p.scheme == sentinelScheme || p.scheme == sentinelTLSScheme }
+func (p *parsedURL) sentinel() bool {
+	return p.scheme == sentinelScheme || p.scheme == sentinelTLSScheme
+}
 
 // takeParams moves dlock's own parameters from the URL's query to params, and refuses
 // those that do not fit the scheme.
