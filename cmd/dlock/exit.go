@@ -127,14 +127,19 @@ const (
 // oneLine puts a multi-line error (errors.Join, as go-redis gives the Sentinels' errors)
 // on one line, each distinct line once.
 func oneLine(msg string) string {
-	msg = strings.Replace(msg, sentinelsFailed, noSentinel, 1)
+	head, rest, ok := strings.Cut(msg, sentinelsFailed)
+	if ok {
+		head += noSentinel
+	} else {
+		head, rest = "", msg
+	}
 	var lines []string
-	for _, l := range strings.Split(msg, "\n") {
+	for _, l := range strings.Split(rest, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
 			lines = append(lines, l)
 		}
 	}
-	return strings.Join(lines, "; ")
+	return head + strings.Join(lines, "; ")
 }
 
 // problem is a known cause of a Redis error, told by the error's text.
@@ -171,7 +176,7 @@ var problems = []problem{
 	{signs: []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}, sentinel: true, unavailable: true,
 		hint: "the Sentinels refused the credentials: give theirs as sentinel-password= (and sentinel-user=) in the URL; the user and password before the @ are the master's"},
 	{signs: []string{"redis: nil"}, sentinel: true, unavailable: true,
-		hint: "the Sentinels know no master by the name in the URL's path: check it (SENTINEL MASTERS lists theirs)"},
+		hint: "the Sentinels know no master by the name in the URL's path: check it; SENTINEL MASTERS lists theirs"},
 	{signs: []string{""}, sentinel: true, unavailable: true,
 		hint: "no Sentinel answered: check the host:port list of the URL (Sentinels listen on 26379 unless told otherwise) and that redis-sentinel runs there"},
 	{signs: []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}, unavailable: true, hint: credentialsHint},
@@ -181,8 +186,10 @@ var problems = []problem{
 	{signs: []string{"cluster support disabled"}, unavailable: true, hint: "the server is not a Redis Cluster node: drop --cluster"},
 	{signs: []string{"MOVED ", "CROSSSLOT"}, unavailable: true, hint: "the server is a Redis Cluster node: add --cluster"},
 	{signs: []string{"WRONGTYPE"}, hint: "a key of the lock is used by something else: choose another name or --prefix"},
+	{signs: []string{"EOF", "connection reset"}, unavailable: true,
+		hint: "the server closed the connection: if it expects TLS there, use rediss://"},
 	{signs: []string{"did not answer", "no such host", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN",
-		"dial tcp", "connection reset"}, unavailable: true},
+		"dial tcp"}, unavailable: true},
 }
 
 // diagnose returns the known cause of the error with the text msg (from oneLine), or nil.

@@ -25,7 +25,7 @@ var placeholders = []string{"xxxxx", "*****", "#####", "<redacted>", "-----"}
 var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:"]*:)[^\s"]*@`)
 
 // querySecret matches a password given as a query parameter, up to the next parameter.
-var querySecret = regexp.MustCompile(`((?:^|[?&\s])` + paramSentinelPassword + `=)[^&#\s"]*`)
+var querySecret = regexp.MustCompile(`((?:^|[?&\s])` + paramSentinelPassword + `=)[^&#\s"]+`)
 
 // maskQuerySecrets masks the values of the password parameters in text.
 func maskQuerySecrets(text string) string { return querySecret.ReplaceAllString(text, "${1}xxxxx") }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -27,6 +29,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	rawBad := "redis://u:" + password + "@" + srv.Addr + ":notaport" // unencoded, malformed
 	rdb := srv.Client(t)
 	rdb.Set(context.Background(), "dlock:held", "tok", time.Minute)
+	addACLUser(t, rdb, "app", password)
+	aclUser, aclWrong := withPw("app", password), withPw("app", wrong)
 
 	tests := []struct {
 		name string
@@ -37,6 +41,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}{
 		{"run", nil, []string{"run", "--verbose", "--redis", good, "job", "--", "true"}, 0, ""},
 		{"run with a user", nil, []string{"run", "--redis", goodUser, "job", "--", "true"}, 0, ""},
+		{"run as an ACL user", nil, []string{"run", "--redis", aclUser, "job", "--", "true"}, 0, ""},
+		{"wrong password of an ACL user", nil, []string{"status", "--redis", aclWrong, "job"}, exitUnavailable, "refused the credentials"},
 		{"run from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"run", "--verbose", "job", "--", "true"}, 0, ""},
 		{"run held", nil, []string{"run", "--redis", good, "held", "--", "true"}, exitNotAcquired, "held by another process"},
 		{"status", nil, []string{"status", "--verbose", "--redis", good, "held", "job"}, 0, "tok"},
@@ -57,13 +63,27 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			t.Parallel()
 			r := runBin(t, tt.env, tt.args...)
 			expect(t, r, tt.code, tt.want)
-			for _, pw := range []string{password, wrong} {
-				for _, spelling := range []string{pw, url.PathEscape(pw), url.QueryEscape(pw), url.UserPassword("", pw).String()[1:]} {
-					if strings.Contains(r.stdout+r.stderr, spelling) {
-						t.Fatalf("the password appears as %q in the output: %v", spelling, r)
-					}
-				}
-			}
+			noSecrets(t, r, password, wrong)
 		})
+	}
+}
+
+// addACLUser creates an ACL user on rdb's server, allowed everything.
+func addACLUser(t *testing.T, rdb *redis.Client, user, password string) {
+	t.Helper()
+	if err := rdb.Do(context.Background(), "ACL", "SETUSER", user, "on", ">"+password, "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatalf("ACL SETUSER %s: %v", user, err)
+	}
+}
+
+// noSecrets fails the test if any of the secrets appears in r's output, in any spelling.
+func noSecrets(t *testing.T, r result, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, spelling := range []string{s, url.PathEscape(s), url.QueryEscape(s), url.UserPassword("", s).String()[1:]} {
+			if strings.Contains(r.stdout+r.stderr, spelling) {
+				t.Fatalf("a secret appears as %q in the output: %v", spelling, r)
+			}
+		}
 	}
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -84,4 +89,26 @@ func (p *parsedURL) failoverOptions() (*redis.FailoverOptions, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// askSentinels asks every Sentinel of o once for the master's address, and returns nil if
+// one gave it, else what each said, as go-redis reports it (diagnose knows the form).
+func askSentinels(ctx context.Context, o *redis.FailoverOptions) error {
+	errs := make([]error, len(o.SentinelAddrs))
+	var wg sync.WaitGroup
+	for i, addr := range o.SentinelAddrs {
+		wg.Go(func() {
+			c := redis.NewSentinelClient(&redis.Options{
+				Addr: addr, Username: o.SentinelUsername, Password: o.SentinelPassword, TLSConfig: o.TLSConfig,
+				MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+			})
+			defer c.Close()
+			errs[i] = c.GetMasterAddrByName(ctx, o.MasterName).Err()
+		})
+	}
+	wg.Wait()
+	if slices.Contains(errs, nil) {
+		return nil
+	}
+	return fmt.Errorf("%s%w", sentinelsFailed, errors.Join(errs...))
 }

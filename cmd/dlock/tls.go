@@ -107,7 +107,7 @@ func (p *parsedURL) tlsConfig(base *tls.Config) (*tls.Config, error) {
 	if file := p.params[paramCA]; file != "" {
 		pool, err := loadCAs(file)
 		if err != nil {
-			return nil, p.tlsError(paramCA, file, err)
+			return nil, p.tlsError(paramCA, fmt.Sprintf("%s %q", paramCA, file), err)
 		}
 		c.RootCAs = pool
 	}
@@ -115,13 +115,13 @@ func (p *parsedURL) tlsConfig(base *tls.Config) (*tls.Config, error) {
 	switch {
 	case cert == "" && key == "":
 	case key == "":
-		return nil, p.tlsError(paramKey, "", fmt.Errorf("missing: a client certificate (%s) needs its private key", paramCert))
+		return nil, p.tlsError(paramKey, paramKey, fmt.Errorf("missing: the client certificate (%s) needs its private key", paramCert))
 	case cert == "":
-		return nil, p.tlsError(paramCert, "", fmt.Errorf("missing: a private key (%s) needs its client certificate", paramKey))
+		return nil, p.tlsError(paramCert, paramCert, fmt.Errorf("missing: the private key (%s) needs its client certificate", paramKey))
 	default:
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
-			return nil, p.tlsError(paramCert, cert, fmt.Errorf("with %s %q: %w", paramKey, key, err))
+			return nil, p.tlsError(paramCert, fmt.Sprintf("%s %q with %s %q", paramCert, cert, paramKey, key), err)
 		}
 		c.Certificates = []tls.Certificate{pair}
 	}
@@ -141,10 +141,8 @@ func loadCAs(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func (p *parsedURL) tlsError(param, file string, err error) error {
-	what := param
-	if file != "" {
-		what += fmt.Sprintf(" %q", file)
-	}
+// tlsError says that what (the parameters and files) cannot be used, and which flag or
+// parameter gives it. err never holds a file's contents: Go's TLS and x509 errors do not.
+func (p *parsedURL) tlsError(param, what string, err error) error {
 	return fmt.Errorf("bad server URL %s: %s: %s (--%s, or %s= in the URL)", redactedURL(p.raw), what, strings.TrimPrefix(err.Error(), "tls: "), param, param)
 }
