@@ -62,3 +62,30 @@ func TestSentinel(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelTLS: rediss+sentinel:// speaks TLS to the Sentinels and to the master, with
+// the --tls-* flags; a CA that did not sign their certificates is exit 69, with what to do.
+func TestSentinelTLS(t *testing.T) {
+	t.Parallel()
+	ca, other := redistest.NewCA(t), redistest.NewCA(t)
+	d := redistest.StartSentinel(t, redistest.WithTLS(ca, ca.Server, "yes"))
+	u := "rediss+sentinel://" + strings.Join(d.Addrs(), ",") + "/" + d.MasterName
+	client := []string{"--tls-cert", ca.Client.CertFile, "--tls-key", ca.Client.KeyFile}
+	tests := []struct {
+		name string
+		ca   string
+		code int
+		want string
+	}{
+		{"trusted", ca.CertFile, 0, "token=1"},
+		{"another CA", other.CertFile, exitUnavailable, "give the CA's certificate with --tls-ca"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"run", "--redis", u, "--tls-ca", tt.ca}, client...)
+			r := runBin(t, nil, append(args, "job", "--", "sh", "-c", "echo token=$DLOCK_TOKEN")...)
+			expect(t, r, tt.code, tt.want)
+		})
+	}
+}

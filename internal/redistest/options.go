@@ -1,12 +1,10 @@
 package redistest
 
-import "crypto/tls"
-
 // config collects what the Options set.
 type config struct {
 	args             []string
 	password         string
-	tls              *tls.Config // WithTLS: the server speaks TLS only; clients connect with this
+	tls              *tlsSetup // WithTLS
 	sentinelPassword string      // WithSentinelPassword
 }
 

@@ -78,8 +78,11 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	if cfg.password != "" {
 		replicaArgs = append(replicaArgs, "--masterauth", cfg.password)
 	}
+	if cfg.tls != nil {
+		replicaArgs = append(replicaArgs, "--tls-replication", "yes")
+	}
 	d.Replica = Start(tb, append(opts, WithArgs(replicaArgs...))...)
-	if err := d.startSentinels(tb, bin); err != nil {
+	if err := d.startSentinels(tb, bin, cfg.tls); err != nil {
 		tb.Fatalf("redistest: starting Sentinels: %v", err)
 	}
 	if err := d.waitFormed(); err != nil {
@@ -89,11 +92,16 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 }
 
 // startSentinels starts the Sentinels concurrently, each with a config file
-// of its own in its directory (Sentinel rewrites it with what it learns).
-func (d *Sentinel) startSentinels(tb testing.TB, bin string) error {
+// of its own in its directory (Sentinel rewrites it with what it learns);
+// with TLS, they use it for every connection they make too.
+func (d *Sentinel) startSentinels(tb testing.TB, bin string, tls *tlsSetup) error {
 	tb.Helper()
+	cfg := config{password: d.sentinelPassword, tls: tls}
+	if tls != nil {
+		cfg.args = []string{"--tls-replication", "yes"}
+	}
 	for range sentinels {
-		s := newServer(tb, config{password: d.sentinelPassword}, false)
+		s := newServer(tb, cfg, false)
 		s.bin, s.conf = bin, filepath.Join(s.dir, "sentinel.conf")
 		if err := os.WriteFile(s.conf, []byte(d.sentinelConf()), 0o600); err != nil {
 			return err
@@ -129,12 +137,14 @@ func (d *Sentinel) Addrs() []string {
 }
 
 // FailoverOptions returns new options for a failover client of the
-// deployment: MasterName, SentinelAddrs, the passwords, and 1 s dial, read
-// and write timeouts; everything else is the go-redis default.
+// deployment: MasterName, SentinelAddrs, the passwords, TLSConfig (WithTLS),
+// and 1 s dial, read and write timeouts; everything else is the go-redis
+// default.
 func (d *Sentinel) FailoverOptions() *redis.FailoverOptions {
 	return &redis.FailoverOptions{
 		MasterName:       d.MasterName,
 		SentinelAddrs:    d.Addrs(),
+		TLSConfig:        d.Master.Options().TLSConfig,
 		SentinelPassword: d.sentinelPassword,
 		Password:         d.password,
 		DialTimeout:      time.Second,
@@ -160,7 +170,7 @@ func (d *Sentinel) waitFormed() error {
 	defer replica.Close()
 	clients := make([]*redis.SentinelClient, len(d.Sentinels))
 	for i, s := range d.Sentinels {
-		clients[i] = redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Password: d.sentinelPassword, DialTimeout: time.Second, ReadTimeout: time.Second})
+		clients[i] = redis.NewSentinelClient(s.Options())
 		defer clients[i].Close()
 	}
 	for {

@@ -60,3 +60,14 @@ func TestMissingSentinelMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestSentinelTLS: with WithTLS every process of the deployment speaks TLS only, and a
+// failover client that trusts the CA finds the master.
+func TestSentinelTLS(t *testing.T) {
+	t.Parallel()
+	ca := NewCA(t)
+	d := StartSentinel(t, WithTLS(ca, ca.Server, "yes"), WithPassword("data-pw"))
+	if err := d.Client(t).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through the failover client over TLS: %v", err)
+	}
+}

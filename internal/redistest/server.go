@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -40,8 +39,8 @@ type Server struct {
 	password string
 	userArgs []string
 	cluster  bool
-	conf     string      // a config file, given before the arguments (a Sentinel's); or ""
-	tls      *tls.Config // TLS only: Port is the --tls-port, clients connect with this; or nil
+	conf     string    // a config file, given before the arguments (a Sentinel's); or ""
+	tls      *tlsSetup // TLS only, Port being the --tls-port (WithTLS); or nil
 
 	mu     sync.Mutex
 	proc   *process // nil while not running
@@ -147,6 +146,7 @@ func (s *Server) argv() []string {
 	}
 	if s.tls != nil {
 		a = append(a, "--port", "0", "--tls-port", strconv.Itoa(s.Port))
+		a = append(a, s.tls.args...)
 	} else {
 		a = append(a, "--port", strconv.Itoa(s.Port))
 	}
@@ -181,7 +181,7 @@ func (s *Server) Options() *redis.Options {
 	return &redis.Options{
 		Addr:         s.Addr,
 		Password:     s.password,
-		TLSConfig:    s.tls.Clone(),
+		TLSConfig:    s.tls.clientConfig(),
 		DialTimeout:  time.Second,
 		ReadTimeout:  time.Second,
 		WriteTimeout: time.Second,

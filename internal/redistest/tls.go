@@ -119,28 +119,45 @@ func (ca *CA) ClientTLS() *tls.Config {
 // are the TLS port) with the certificate cert, trusting client certificates
 // signed by ca; authClients is --tls-auth-clients: "yes" (clients must
 // present one), "optional" or "no". Options and Client connect with
-// ca.ClientTLS(). Not for StartCluster.
+// ca.ClientTLS(). With StartSentinel, the Sentinels, the replica and the
+// master all speak TLS, with each other too. Not for StartCluster.
 func WithTLS(ca *CA, cert KeyPair, authClients string) Option {
 	return func(c *config) {
-		c.tls = ca.ClientTLS()
-		c.args = append(c.args,
-			"--tls-cert-file", cert.CertFile,
-			"--tls-key-file", cert.KeyFile,
-			"--tls-ca-cert-file", ca.CertFile,
-			"--tls-auth-clients", authClients,
-		)
+		c.tls = &tlsSetup{
+			client: ca.ClientTLS(),
+			args: []string{
+				"--tls-cert-file", cert.CertFile,
+				"--tls-key-file", cert.KeyFile,
+				"--tls-ca-cert-file", ca.CertFile,
+				"--tls-auth-clients", authClients,
+			},
+		}
 	}
 }
 
-// probeTLS is how the readiness check connects: as clients do, but without
-// checking the server's certificate, which a test may have made invalid on
-// purpose (INFO process_id identifies the server instead). Nil for nil.
-func probeTLS(clientTLS *tls.Config) *tls.Config {
-	if clientTLS == nil {
+// tlsSetup is what WithTLS sets: the server's TLS arguments, and how clients
+// connect. A nil *tlsSetup is a plain server.
+type tlsSetup struct {
+	args   []string
+	client *tls.Config
+}
+
+// clientConfig returns a new configuration for clients, or nil.
+func (t *tlsSetup) clientConfig() *tls.Config {
+	if t == nil {
 		return nil
 	}
-	c := clientTLS.Clone()
-	c.InsecureSkipVerify = true
+	return t.client.Clone()
+}
+
+// probeConfig is how the readiness check connects: as clients do, but
+// without checking the server's certificate, which a test may have made
+// invalid on purpose (INFO process_id identifies the server instead).
+func (t *tlsSetup) probeConfig() *tls.Config {
+	c := t.clientConfig()
+	if c != nil {
+		c.InsecureSkipVerify = true
+	}
 	return c
 }
 
