@@ -5,7 +5,7 @@ type config struct {
 	args             []string
 	password         string
 	tls              *tlsSetup // WithTLS
-	sentinelPassword string      // WithSentinelPassword
+	sentinelPassword string    // WithSentinelPassword
 }
 
 // Option configures a server started by Start, StartNodes or StartCluster.
