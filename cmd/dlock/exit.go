@@ -144,11 +144,14 @@ func oneLine(msg string) string {
 
 // problem is a known cause of a Redis error, told by the error's text.
 type problem struct {
-	signs       []string // the error's text contains one of them
+	signs       []string // the error's text contains one of them; nil: any text
 	sentinel    bool     // and it is the Sentinels' error
 	unavailable bool     // Redis cannot be used: exit 69
 	hint        string   // what to do, or ""
 }
+
+// credentialSigns are the replies of a server that refused the credentials.
+var credentialSigns = []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}
 
 const (
 	credentialsHint = "the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS"
@@ -173,13 +176,13 @@ var problems = []problem{
 		hint: "the server does not speak TLS there: use redis://, or the server's TLS port"},
 	{signs: []string{"tls:", "x509:"}, unavailable: true,
 		hint: "the TLS connection failed: rediss:// needs a server with TLS and a certificate this machine trusts (or give its CA with --tls-ca); use redis:// for a plain connection"},
-	{signs: []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}, sentinel: true, unavailable: true,
+	{signs: credentialSigns, sentinel: true, unavailable: true,
 		hint: "the Sentinels refused the credentials: give theirs as sentinel-password= (and sentinel-user=) in the URL; the user and password before the @ are the master's"},
 	{signs: []string{"redis: nil"}, sentinel: true, unavailable: true,
 		hint: "the Sentinels know no master by the name in the URL's path: check it; SENTINEL MASTERS lists theirs"},
-	{signs: []string{""}, sentinel: true, unavailable: true,
+	{sentinel: true, unavailable: true,
 		hint: "no Sentinel answered: check the host:port list of the URL (Sentinels listen on 26379 unless told otherwise) and that redis-sentinel runs there"},
-	{signs: []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}, unavailable: true, hint: credentialsHint},
+	{signs: credentialSigns, unavailable: true, hint: credentialsHint},
 	{signs: []string{"NOPERM"}, unavailable: true, hint: "the Redis user lacks a permission dlock needs: check its ACL"},
 	{signs: []string{"connection refused"}, unavailable: true, hint: "is redis-server running there? Give its URL with --redis or DLOCK_REDIS"},
 	{signs: []string{"i/o timeout"}, unavailable: true, hint: timeoutHint},
@@ -200,10 +203,8 @@ func diagnose(msg string) *problem {
 		if p.sentinel && !sentinel {
 			continue
 		}
-		for _, sign := range p.signs {
-			if strings.Contains(msg, sign) {
-				return p
-			}
+		if p.signs == nil || slices.ContainsFunc(p.signs, func(sign string) bool { return strings.Contains(msg, sign) }) {
+			return p
 		}
 	}
 	return nil

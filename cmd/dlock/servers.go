@@ -49,9 +49,8 @@ func splitServerList(s string) []string {
 
 // inHostList reports whether u, cut at a comma, ends inside the host list of a Sentinel URL.
 func inHostList(u string) bool {
-	scheme, _, _, _, rest := splitURL(u)
-	scheme = strings.ToLower(strings.TrimSuffix(scheme, "://"))
-	return (scheme == sentinelScheme || scheme == sentinelTLSScheme) && !strings.ContainsAny(rest, "/?#")
+	_, _, _, _, rest := splitURL(u)
+	return isSentinel(schemeOf(u)) && !strings.ContainsAny(rest, "/?#")
 }
 
 // parseServers parses server URLs, with the TLS flags tf. The URLs' passwords are given to

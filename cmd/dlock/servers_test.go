@@ -49,7 +49,7 @@ func TestParseServers(t *testing.T) {
 		{"TLS parameter empty", []string{"rediss://a:1?tls-server-name="}, false, "tls-server-name is empty", true},
 		{"no skip_verify", []string{"rediss://a:1?skip_verify=true"}, false, "dlock does not turn off the server's certificate check", true},
 		{"TLS CA missing", []string{"rediss://u:pw@a:1?tls-ca=/no/such/ca.pem"}, false, `bad server URL "rediss://u:xxxxx@a:1?tls-ca=/no/such/ca.pem": tls-ca "/no/such/ca.pem": open /no/such/ca.pem: no such file or directory (--tls-ca, or tls-ca= in the URL)`, true},
-		{"TLS key without certificate", []string{"rediss://a:1?tls-key=k.pem"}, false, "tls-cert: missing: a private key (tls-key) needs its client certificate", true},
+		{"TLS key without certificate", []string{"rediss://a:1?tls-key=k.pem"}, false, "tls-cert: missing: the private key (tls-key) needs its client certificate", true},
 		{"cluster TLS parameters differ", []string{"rediss://a:1?tls-server-name=x", "rediss://b:1"}, true, "TLS parameters", true},
 	}
 	for _, tt := range tests {

@@ -50,11 +50,23 @@ func splitServerURL(raw string, allowed ...string) (*parsedURL, error) {
 }
 
 // tls reports whether the URL asks for TLS.
-func (p *parsedURL) tls() bool { return p.scheme == "rediss" || p.scheme == sentinelTLSScheme }
+func (p *parsedURL) tls() bool { return isTLS(p.scheme) }
 
 // sentinel reports whether the URL names a master through its Sentinels.
-func (p *parsedURL) sentinel() bool {
-	return p.scheme == sentinelScheme || p.scheme == sentinelTLSScheme
+func (p *parsedURL) sentinel() bool { return isSentinel(p.scheme) }
+
+// schemeOf returns raw's scheme in lower case, or "" if it has none.
+func schemeOf(raw string) string {
+	scheme, _, _, _, _ := splitURL(raw)
+	return strings.ToLower(strings.TrimSuffix(scheme, "://"))
+}
+
+func isTLS(scheme string) bool      { return scheme == "rediss" || scheme == sentinelTLSScheme }
+func isSentinel(scheme string) bool { return scheme == sentinelScheme || scheme == sentinelTLSScheme }
+
+// ownParam reports whether dlock reads the query parameter name itself.
+func ownParam(name string) bool {
+	return slices.Contains(tlsParams, name) || slices.Contains(sentinelParams, name)
 }
 
 // takeParams moves dlock's own parameters from the URL's query to params, and refuses
@@ -68,7 +80,7 @@ func (p *parsedURL) takeParams() error {
 		if err := p.checkParam(name, q[name]); err != nil {
 			return fmt.Errorf("bad server URL %s: %w", redactedURL(p.raw), err)
 		}
-		if slices.Contains(tlsParams, name) || slices.Contains(sentinelParams, name) {
+		if ownParam(name) {
 			p.params[name] = q.Get(name)
 			delete(q, name)
 		}
@@ -79,7 +91,7 @@ func (p *parsedURL) takeParams() error {
 
 // checkParam says what is wrong with the query parameter name given values, if anything.
 func (p *parsedURL) checkParam(name string, values []string) error {
-	own := slices.Contains(tlsParams, name) || slices.Contains(sentinelParams, name)
+	own := ownParam(name)
 	switch {
 	case name == "skip_verify":
 		return errors.New("dlock does not turn off the server's certificate check: give the CA that signed it with --tls-ca (or tls-ca= in the URL)")
@@ -97,8 +109,7 @@ func (p *parsedURL) checkParam(name string, values []string) error {
 
 // checkScheme returns raw's scheme in lower case if it is one of allowed.
 func checkScheme(raw string, allowed ...string) (string, error) {
-	scheme, _, _, _, _ := splitURL(raw)
-	scheme = strings.ToLower(strings.TrimSuffix(scheme, "://"))
+	scheme := schemeOf(raw)
 	if scheme == "" {
 		return "", fmt.Errorf("bad server URL %s: no scheme; want %s", redactedURL(raw), urlForm)
 	}

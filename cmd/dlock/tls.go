@@ -63,7 +63,7 @@ func (tf tlsFlags) applyTo(urls []string) ([]string, error) {
 	used := false
 	for i, raw := range urls {
 		out[i] = raw
-		if scheme, _ := checkScheme(raw, "rediss", sentinelTLSScheme); scheme == "" {
+		if !isTLS(schemeOf(raw)) {
 			continue
 		}
 		used = true
