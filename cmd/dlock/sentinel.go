@@ -37,12 +37,7 @@ var sentinelParams = []string{paramSentinelUser, paramSentinelPassword}
 // cutHosts returns raw with only its first Sentinel as its host, so that net/url can
 // parse it, and every Sentinel as host:port.
 func cutHosts(raw string) (string, []string, error) {
-	_, _, _, _, rest := splitURL(raw)
-	start := len(raw) - len(rest)
-	end := len(raw)
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		end = start + i
-	}
+	start, end := afterUserinfo(raw, "/?#")
 	var hosts []string
 	for _, h := range strings.Split(raw[start:end], ",") {
 		if _, _, err := net.SplitHostPort(h); err != nil {

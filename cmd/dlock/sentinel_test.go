@@ -29,13 +29,7 @@ func TestSentinel(t *testing.T) {
 	}
 	withPw := "?sentinel-password=" + url.QueryEscape(sentinelPw)
 	good := sentinelURL("app", appPw, hosts, d.MasterName, withPw)
-	tests := []struct {
-		name string
-		env  []string
-		args []string
-		code int
-		want []string
-	}{
+	tests := []cliCase{
 		{"run", nil, []string{"run", "--redis", good, "job", "--", "sh", "-c", "echo token=$DLOCK_TOKEN"}, 0, []string{"token=1"}},
 		{"status from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"status", "held"}, 0, []string{"tok-held"}},
 		{"list", nil, []string{"list", "--redis", good}, 0, []string{"held", "tok-held"}},
@@ -53,14 +47,7 @@ func TestSentinel(t *testing.T) {
 		{"unreachable Sentinels", nil, []string{"status", "--redis", sentinelURL("app", appPw, "127.0.0.1:1,127.0.0.1:2", d.MasterName, withPw), "held"},
 			exitUnavailable, []string{"connection refused", "no Sentinel answered", "26379"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := runBin(t, tt.env, tt.args...)
-			expect(t, r, tt.code, tt.want...)
-			noSecrets(t, r, appPw, wrongPw, sentinelPw)
-		})
-	}
+	runCases(t, tests, appPw, wrongPw, sentinelPw)
 }
 
 // TestSentinelTLS: rediss+sentinel:// speaks TLS to the Sentinels and to the master, with

@@ -186,12 +186,7 @@ func addQuery(raw string, params [][2]string) string {
 	if len(params) == 0 {
 		return raw
 	}
-	_, _, _, _, rest := splitURL(raw)
-	start := len(raw) - len(rest)
-	end := len(raw)
-	if i := strings.IndexByte(rest, '#'); i >= 0 {
-		end = start + i
-	}
+	start, end := afterUserinfo(raw, "#")
 	sep := "?"
 	if strings.Contains(raw[start:end], "?") {
 		sep = "&"
@@ -204,12 +199,22 @@ func addQuery(raw string, params [][2]string) string {
 	return raw[:end] + b.String() + raw[end:]
 }
 
+// afterUserinfo returns where raw's host begins (after the scheme and userinfo, as
+// splitURL cuts them), and where the first byte of stops after it is, or len(raw).
+func afterUserinfo(raw, stops string) (start, end int) {
+	_, _, _, _, rest := splitURL(raw)
+	start = len(raw) - len(rest)
+	if i := strings.IndexAny(rest, stops); i >= 0 {
+		return start, start + i
+	}
+	return start, len(raw)
+}
+
 // queryOf returns the parameters of raw's query, or none if it cannot be parsed (the
 // parser then reports it).
 func queryOf(raw string) url.Values {
-	_, _, _, _, rest := splitURL(raw)
-	rest, _, _ = strings.Cut(rest, "#")
-	_, query, _ := strings.Cut(rest, "?")
+	start, end := afterUserinfo(raw, "#")
+	_, query, _ := strings.Cut(raw[start:end], "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return url.Values{}

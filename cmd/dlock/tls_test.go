@@ -31,13 +31,7 @@ func TestTLS(t *testing.T) {
 	client := []string{"--tls-cert", ca.Client.CertFile, "--tls-key", ca.Client.KeyFile}
 	flags := append([]string{"--tls-ca", ca.CertFile}, client...)
 	query := "?tls-ca=" + ca.CertFile + "&tls-cert=" + ca.Client.CertFile + "&tls-key=" + ca.Client.KeyFile
-	tests := []struct {
-		name string
-		env  []string
-		args []string
-		code int
-		want []string
-	}{
+	tests := []cliCase{
 		{"flags", nil, append(append([]string{"run", "--redis", good}, flags...), "job", "--", "sh", "-c", "echo token=$DLOCK_TOKEN"), 0, []string{"token=1"}},
 		{"server name", nil, append([]string{"status", "--redis", good, "--tls-server-name", "localhost", "job"}, flags...), 0, nil},
 		{"URL query", nil, []string{"list", "--redis", rediss(appPw, srv.Addr, query+"&tls-server-name=localhost")}, 0, nil},
@@ -66,15 +60,7 @@ func TestTLS(t *testing.T) {
 		{"flags without TLS", nil, []string{"status", "--redis", "redis://" + srv.Addr, "--tls-ca", ca.CertFile, "job"}, exitUsage, []string{"no server URL asks for TLS"}},
 		{"no skip_verify", nil, []string{"status", "--redis", good + "?skip_verify=true", "job"}, exitUsage, []string{"does not turn off the server's certificate check"}},
 	}
-	secrets := append([]string{appPw, wrongPw}, keyLines(t, ca.Client.KeyFile, ca.Server.KeyFile)...)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := runBin(t, tt.env, tt.args...)
-			expect(t, r, tt.code, tt.want...)
-			noSecrets(t, r, secrets...)
-		})
-	}
+	runCases(t, tests, append([]string{appPw, wrongPw}, keyLines(t, ca.Client.KeyFile, ca.Server.KeyFile)...)...)
 }
 
 // keyLines returns the lines of the private keys in files, which must never be printed.

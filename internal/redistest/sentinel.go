@@ -2,13 +2,11 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,13 +106,7 @@ func (d *Sentinel) startSentinels(tb testing.TB, bin string, tls *tlsSetup) erro
 		}
 		d.Sentinels = append(d.Sentinels, s)
 	}
-	errs := make([]error, sentinels)
-	var wg sync.WaitGroup
-	for i, s := range d.Sentinels {
-		wg.Go(func() { errs[i] = s.startFresh() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return startAll(d.Sentinels)
 }
 
 func (d *Sentinel) sentinelConf() string {

@@ -78,16 +78,21 @@ func startMany(tb testing.TB, n int, cfg config, cluster bool) []*Server {
 	for i := range servers {
 		servers[i] = newServer(tb, cfg, cluster)
 	}
-	errs := make([]error, n)
+	if err := startAll(servers); err != nil {
+		tb.Fatalf("%v", err)
+	}
+	return servers
+}
+
+// startAll starts prepared servers concurrently, each on a fresh port.
+func startAll(servers []*Server) error {
+	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() { errs[i] = s.startFresh() })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatalf("%v", err)
-	}
-	return servers
+	return errors.Join(errs...)
 }
 
 // newServer prepares a server (binary, directory, cleanup) without starting
