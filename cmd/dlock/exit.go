@@ -190,7 +190,7 @@ var problems = []problem{
 	{signs: []string{"MOVED ", "CROSSSLOT"}, unavailable: true, hint: "the server is a Redis Cluster node: add --cluster"},
 	{signs: []string{"WRONGTYPE"}, hint: "a key of the lock is used by something else: choose another name or --prefix"},
 	{signs: []string{"EOF", "connection reset"}, unavailable: true,
-		hint: "the server closed the connection: if it expects TLS there, use rediss://"},
+		hint: "the server closed the connection: if it expects TLS there, use rediss://; over TLS, it may want a client certificate: give it with --tls-cert and --tls-key"},
 	{signs: []string{"did not answer", "no such host", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN",
 		"dial tcp"}, unavailable: true},
 }
