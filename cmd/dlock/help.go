@@ -44,7 +44,8 @@ Servers (every command):
                 a client certificate and its private key (PEM), for servers that ask
                 clients for one (tls-auth-clients)
   --tls-server-name NAME
-                the name the servers' certificates must have, if not the URL's host
+                the name the servers' certificates must have, if not the URL's host (for
+                a Sentinel URL: the host of each Sentinel, and the master's address)
   --prefix P    the key namespace (default "dlock:"); "" for bare keys, shared with
                 Redlock clients in other languages
   --verbose     log what the library does (lost leases, failed renewals) on stderr

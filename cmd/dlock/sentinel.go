@@ -80,6 +80,12 @@ func (p *parsedURL) failoverOptions() (*redis.FailoverOptions, error) {
 	// go-redis takes the userinfo for the Sentinels' credentials; here it is the master's.
 	o.Username, o.Password = o.SentinelUsername, o.SentinelPassword
 	o.SentinelUsername, o.SentinelPassword = p.params[paramSentinelUser], p.params[paramSentinelPassword]
+	if o.TLSConfig != nil {
+		// go-redis would check every certificate against the first Sentinel's host; with no
+		// name, each connection checks the address it dials: a Sentinel's, or the master's
+		// as the Sentinels give it. tls-server-name still names one name for all.
+		o.TLSConfig.ServerName = ""
+	}
 	if o.TLSConfig, err = p.tlsConfig(o.TLSConfig); err != nil {
 		return nil, err
 	}

@@ -133,6 +133,10 @@ func TestSentinelOptions(t *testing.T) {
 	if want := `mymaster ["a:26379" "b:2"] app/pw@x s/spw db 3 2s redis.example`; got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
+	n, err = parseNode("rediss+sentinel://a,b/mymaster")
+	if err != nil || n.failover.TLSConfig.ServerName != "" {
+		t.Fatalf("without tls-server-name: %v, ServerName %q; want none: each connection checks the host it dials", err, n.failover.TLSConfig.ServerName)
+	}
 }
 
 func TestRedactor(t *testing.T) {
