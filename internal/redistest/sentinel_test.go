@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,10 @@ func TestSentinel(t *testing.T) {
 		}
 		for _, s := range append([]*Server{d.Master, d.Replica}, d.Sentinels...) {
 			pids = append(pids, s.PID())
+			// What the sweep of a later test process checks before it kills a leftover.
+			if st := recordedServerState(pidRecord{owner: os.Getpid(), redis: s.PID(), dir: s.dir}); st != serverIsRecorded {
+				t.Errorf("%s (pid %d) would not be swept as a leftover: state %d", s.Addr, s.PID(), st)
+			}
 		}
 	})
 	for _, pid := range pids {
