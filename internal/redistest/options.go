@@ -8,7 +8,8 @@ type config struct {
 	sentinelPassword string    // WithSentinelPassword
 }
 
-// Option configures a server started by Start, StartNodes or StartCluster.
+// Option configures a server started by Start, StartNodes, StartCluster or
+// StartSentinel.
 type Option func(*config)
 
 // WithArgs appends extra redis-server command-line arguments, one argv element

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,8 +62,9 @@ func WithSentinelPassword(pw string) Option {
 // names the master for MasterName, knows the replica, which has synced, and
 // knows the other Sentinels. The options apply to the master and the
 // replica: with WithPassword both require it, and the replica and the
-// Sentinels authenticate with it. It fails the test (never skips) if
-// redis-sentinel is missing or the deployment does not form within 30 s.
+// Sentinels authenticate with it. WithSentinelPassword and WithTLS apply to
+// the Sentinels too. It fails the test (never skips) if redis-sentinel is
+// missing or the deployment does not form within 30 s.
 func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	tb.Helper()
 	bin, err := findBinary("REDIS_SENTINEL", "redis-sentinel", sentinelHelp)
@@ -79,7 +81,7 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	if cfg.tls != nil {
 		replicaArgs = append(replicaArgs, "--tls-replication", "yes")
 	}
-	d.Replica = Start(tb, append(opts, WithArgs(replicaArgs...))...)
+	d.Replica = Start(tb, append(slices.Clip(opts), WithArgs(replicaArgs...))...)
 	if err := d.startSentinels(tb, bin, cfg.tls); err != nil {
 		tb.Fatalf("redistest: starting Sentinels: %v", err)
 	}
