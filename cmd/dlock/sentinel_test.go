@@ -11,8 +11,8 @@ import (
 )
 
 // TestSentinel runs dlock against a master found through three real Sentinels that
-// require a password, as an ACL user of the master: alone, in DLOCK_REDIS, and as one
-// node of a quorum; and checks that each way it can fail exits 69 with what is wrong and
+// require a password, as an ACL user of the master: alone, in DLOCK_REDIS, in bench's
+// worker processes, and as one node of a quorum; and checks that each way it can fail exits 69 with what is wrong and
 // no password.
 func TestSentinel(t *testing.T) {
 	t.Parallel()
@@ -33,6 +33,7 @@ func TestSentinel(t *testing.T) {
 		{"run", nil, []string{"run", "--redis", good, "job", "--", "sh", "-c", "echo token=$DLOCK_TOKEN"}, 0, []string{"token=1"}},
 		{"status from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"status", "held"}, 0, []string{"tok-held"}},
 		{"list", nil, []string{"list", "--redis", good}, 0, []string{"held", "tok-held"}},
+		{"bench workers", nil, []string{"bench", "--redis", good, "--duration", "100ms", "--goroutines", "2", "--processes", "1"}, 0, []string{"hand-offs"}},
 		{"a Sentinel down", nil, []string{"status", "--redis", sentinelURL("app", appPw, "127.0.0.1:1,"+hosts, d.MasterName, withPw), "held"}, 0, []string{"tok-held"}},
 		{"in a quorum", nil, []string{"status", "--redis", good, "--redis", serverURL(nodes[0]), "--redis", serverURL(nodes[1]), "held"},
 			0, []string{"NODE", "mymaster via Sentinel " + hosts, "tok-held", nodes[1].Addr}},
