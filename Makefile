@@ -1,5 +1,5 @@
 # GNU make. `make` / `make test`: install what the tests need if it is missing
-# (redis-server; the PostgreSQL server for examples/), vet, test.
+# (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test.
 #
 # go.work makes the root module, examples/ and bench/ (modules of their own, so that their
 # database drivers and the peer libraries stay out of the core's go.mod) one workspace. In
@@ -29,13 +29,17 @@ bench:
 # Where Debian keeps the PostgreSQL server binaries (off PATH).
 PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 
-# Install what is missing: redis-server, unless it is on PATH or REDIS_SERVER names one;
-# the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory, initdb is on
-# PATH or it is under /usr/lib/postgresql.
+# Install what is missing: redis-server and redis-sentinel (Debian packages them apart;
+# brew's redis has both), unless each is on PATH or REDIS_SERVER and REDIS_SENTINEL name
+# them; the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory,
+# initdb is on PATH or it is under /usr/lib/postgresql.
 deps:
 	@apt=""; brew=""; \
 	if ! command -v redis-server >/dev/null 2>&1 && ! { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
 		apt="redis-server"; brew="redis"; \
+	fi; \
+	if ! command -v redis-sentinel >/dev/null 2>&1 && ! { [ -n "$$REDIS_SENTINEL" ] && [ -x "$$REDIS_SENTINEL" ]; }; then \
+		apt="$$apt redis-sentinel"; brew="redis"; \
 	fi; \
 	if ! { [ -n "$$PG_BIN" ] && [ -x "$$PG_BIN/initdb" ]; } && ! command -v initdb >/dev/null 2>&1 && \
 		! ls $(PG_GLOB) >/dev/null 2>&1; then \
@@ -52,6 +56,6 @@ deps:
 	else \
 		echo "missing: $$apt. Install: 'apt-get install -y $$apt' (Debian/Ubuntu, as root)" >&2; \
 		echo "or 'brew install $$brew' (macOS); or set REDIS_SERVER=/path/to/redis-server," >&2; \
-		echo "PG_BIN=/directory/of/initdb-and-postgres." >&2; \
+		echo "REDIS_SENTINEL=/path/to/redis-sentinel, PG_BIN=/directory/of/initdb-and-postgres." >&2; \
 		exit 1; \
 	fi

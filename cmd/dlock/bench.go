@@ -101,7 +101,7 @@ func cmdBench(c *cli, args []string) error {
 		defer emb.Close()
 		urls, bc.sf.cluster, res.Embedded = []string{emb.URL()}, false, true
 	}
-	srv, err := parseServers(urls, bc.sf.cluster, c.red)
+	srv, err := parseServers(urls, bc.sf.cluster, bc.sf.tls, c.red)
 	if err != nil {
 		return usage("bench", "%v", err)
 	}

@@ -92,7 +92,7 @@ func cmdDemo(c *cli, args []string) error {
 		urls, dc.sf.cluster = []string{emb.URL()}, false
 		where = "an embedded Redis (miniredis) at " + emb.mr.Addr()
 	}
-	srv, err := parseServers(urls, dc.sf.cluster, c.red)
+	srv, err := parseServers(urls, dc.sf.cluster, dc.sf.tls, c.red)
 	if err != nil {
 		return usage("demo", "%v", err)
 	}
