@@ -85,7 +85,7 @@ func open(ctx context.Context, raw string, fallback bool) (*Server, error) {
 	defer cancel()
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return nil, fmt.Errorf("Redis at %s: %s", opts.Addr, redact(err.Error(), raw))
+		return nil, fmt.Errorf("the Redis server at %s: %s", opts.Addr, redact(err.Error(), raw))
 	}
 	for line := range strings.SplitSeq(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
