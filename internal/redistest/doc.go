@@ -1,5 +1,7 @@
-// Package redistest starts real redis-server processes, Redis Cluster
-// deployments and fault-injecting TCP proxies for tests.
+// Package redistest starts real redis-server processes and Redis Cluster
+// deployments for tests: the one harness behind dlock's own tests, the public
+// dlocktest package, the examples' tests and the benchmark program (StartMain).
+// Fault-injecting proxies are in faultproxy.
 //
 // Every server listens on a free loopback port (127.0.0.1 only), keeps no
 // data on disk (no RDB snapshots, no AOF) and is killed by testing.TB.Cleanup
