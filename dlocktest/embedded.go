@@ -15,12 +15,17 @@ import (
 // it is not one: see the package documentation for what it does not model.
 func Embedded(t testing.TB, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
+	addr := startEmbedded(t)
+	return newClient(t, newRedisClient(t, &redis.Options{Addr: addr}), opts)
+}
+
+// startEmbedded starts miniredis for the test and returns its address.
+func startEmbedded(t testing.TB) string {
+	t.Helper()
 	mr, err := embedredis.Start()
 	if err != nil {
 		t.Fatalf("dlocktest: %v", err)
 	}
 	t.Cleanup(mr.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return newClient(t, rdb, opts)
+	return mr.Addr()
 }

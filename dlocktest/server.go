@@ -68,7 +68,7 @@ func Start(t testing.TB, opts ...Option) *RedisServer {
 	}
 	srv := redistest.Start(t, redistest.WithArgs(cfg.args...))
 	s := &RedisServer{Addr: srv.Addr, URL: "redis://" + srv.Addr, t: t, srv: srv}
-	s.rdb = s.newRedisClient()
+	s.rdb = newRedisClient(t, srv.Options())
 	return s
 }
 
@@ -79,14 +79,15 @@ func (s *RedisServer) Client() *redis.Client { return s.rdb }
 // NewClient returns a new dlock Client on the server, made with opts, with a go-redis
 // client of its own: as if it ran in another process. Both are closed when the test ends.
 func (s *RedisServer) NewClient(opts ...dlock.Option) *dlock.Client {
-	return newClient(s.t, s.newRedisClient(), opts)
+	return newClient(s.t, newRedisClient(s.t, s.srv.Options()), opts)
 }
 
-// newRedisClient returns a go-redis client of the server with short timeouts (1s), so that
-// a test against a killed or paused server fails fast; it is closed when the test ends.
-func (s *RedisServer) newRedisClient() *redis.Client {
-	rdb := redis.NewClient(s.srv.Options())
-	s.t.Cleanup(func() { _ = rdb.Close() })
+// newRedisClient returns a go-redis client made with opts that is closed when the test
+// ends. A RedisServer's opts have short timeouts (1s), so that a test against a killed or
+// paused server fails fast.
+func newRedisClient(t testing.TB, opts *redis.Options) *redis.Client {
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
 
