@@ -302,6 +302,29 @@ func TestFencedStoreConcurrent(t *testing.T) {
 	}
 }
 
+// FuzzFencedStore: whatever the order of the writes, a write is accepted exactly when its
+// token is at least the newest accepted for its key, and Token reports that newest one.
+func FuzzFencedStore(f *testing.F) {
+	f.Add([]byte{0, 3, 1, 2, 0, 1, 0, 3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var s dlocktest.FencedStore[int]
+		newest := map[string]uint64{}
+		for i := 0; i+1 < len(ops); i += 2 {
+			key, token := string('a'+rune(ops[i]%3)), uint64(ops[i+1])
+			err := s.Put(key, i, token)
+			if stale := token < newest[key]; stale != errors.Is(err, dlocktest.ErrStaleToken) || !stale && err != nil {
+				t.Fatalf("Put(%q, token %d) after newest %d: %v", key, token, newest[key], err)
+			}
+			if err == nil {
+				newest[key] = token
+			}
+			if got := s.Token(key); got != newest[key] {
+				t.Fatalf("Token(%q) = %d, want %d", key, got, newest[key])
+			}
+		}
+	})
+}
+
 // TestMissingRedisServer: without redis-server the test fails, saying how to install it.
 func TestMissingRedisServer(t *testing.T) {
 	t.Setenv("REDIS_SERVER", filepath.Join(t.TempDir(), "no-redis-server"))
