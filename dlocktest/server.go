@@ -26,8 +26,8 @@ func Server(t testing.TB, opts ...dlock.Option) *dlock.Client {
 // free port of 127.0.0.1, keeps nothing on disk, and is killed when the test ends, after
 // the clients made by its methods are closed.
 //
-// Its methods report a failure with t.Fatal, t being the test given to Start: like
-// t.Fatal, they must be called from the goroutine running that test.
+// Flush, Kill, Restart, Pause and Resume report a failure with t.Fatal, t being the test
+// given to Start: like t.Fatal, they must be called from the goroutine running that test.
 type RedisServer struct {
 	// Addr is the server's address, "127.0.0.1:PORT". It stays the same across Kill and
 	// Restart.

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// userTimeout bounds TestAsAUser's go commands, which may download modules.
-const userTimeout = 5 * time.Minute
+// userTimeout bounds each of TestAsAUser's go commands, which may download and build
+// modules (about 3 minutes with an empty build cache).
+const userTimeout = 8 * time.Minute
 
 // userGoMod is the go.mod of a module of dlock's users; %s is this repository's root.
 const userGoMod = `module example.com/checkout
@@ -90,14 +91,15 @@ func write(t *testing.T, path, content string) {
 }
 
 // goCmd runs the go command in dir, outside any workspace, free to update go.mod, and
-// returns its output; it fails the test if the command fails.
+// returns its output; it fails the test if the command fails. It builds one package at a
+// time (-p=1), so as not to starve the timing of the tests that run beside it.
 func goCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), userTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod -p=1"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
