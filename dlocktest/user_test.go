@@ -80,7 +80,13 @@ func TestAsAUser(t *testing.T) {
 	if deps := goCmd(t, dir, "list", "-deps", "-test", "."); strings.Contains(deps, "toxiproxy") {
 		t.Errorf("a user's test depends on toxiproxy through dlocktest:\n%s", deps)
 	}
-	goCmd(t, dir, "test", "-count=1", ".")
+	// With -race when this test has it: the packages it shares with this test binary are
+	// then built already.
+	args := []string{"test", "-count=1"}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	goCmd(t, dir, append(args, ".")...)
 }
 
 func write(t *testing.T, path, content string) {
