@@ -84,6 +84,13 @@
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.
 //
+// # Testing
+//
+// Package dlocktest starts a real redis-server, or an embedded Redis, for a test, and
+// checks what code under a lock must get right: that a lease is lost in time when Redis
+// goes away, that work runs while its lock is held, and that storage refuses a stale
+// fencing token.
+//
 // # Keys
 //
 // A Mutex called name uses the string key prefix+name (the default prefix is "dlock:"),

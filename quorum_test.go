@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -189,11 +190,11 @@ func TestQuorumTokensGrowAcrossRestarts(t *testing.T) {
 func TestQuorumSlowNodesCountAsFailed(t *testing.T) {
 	servers := redistest.StartNodes(t, 5)
 	var nodes []redis.UniversalClient
-	var proxies []*redistest.Proxy
+	var proxies []*faultproxy.Proxy
 	for i, s := range servers {
 		addr := s.Addr
 		if i < 3 {
-			p := redistest.NewProxy(t, s.Addr)
+			p := faultproxy.New(t, s.Addr)
 			proxies = append(proxies, p)
 			addr = p.Addr
 		}
@@ -233,7 +234,7 @@ func TestQuorumSlowNodesCountAsFailed(t *testing.T) {
 
 func TestQuorumLateRepliesNeverYieldLease(t *testing.T) {
 	srv := redistest.Start(t)
-	proxy := redistest.NewProxy(t, srv.Addr)
+	proxy := faultproxy.New(t, srv.Addr)
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 2 * time.Second})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c, err := dlock.NewQuorum([]redis.UniversalClient{rdb})

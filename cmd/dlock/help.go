@@ -325,6 +325,16 @@ Example:
   dlock bench --redis redis://10.0.0.5:6379 --goroutines 32 --processes 4
 `
 
+const versionSummary = "print dlock's version"
+
+const versionHelp = `Usage: dlock version
+
+Prints dlock's version as the build recorded it: the module version for 'go install
+github.com/seed51c676c8/dlock/cmd/dlock@v0.1.0' (for a build from a git checkout, a
+pseudo-version that names the commit); else the commit, with "-dirty" if the source had
+uncommitted changes; else the release the source belongs to.
+`
+
 const helpSummary = "this reference; 'dlock help COMMAND' for one command"
 
 const helpHelp = `Usage: dlock help [COMMAND]

@@ -1,6 +1,8 @@
 // Package redistest starts real redis-server processes, Redis Cluster and
-// Sentinel deployments, TLS servers with certificates made for the test, and
-// fault-injecting TCP proxies for tests.
+// Sentinel deployments and TLS servers with certificates made for the test: the
+// one harness behind dlock's own tests, the public dlocktest package, the
+// examples' tests and the benchmark program (StartMain). Fault-injecting
+// proxies are in faultproxy.
 //
 // Every server listens on a free loopback port (127.0.0.1 only), keeps no
 // data on disk (no RDB snapshots, no AOF) and is killed by testing.TB.Cleanup
