@@ -13,7 +13,8 @@ import (
 
 // votes is what the nodes answered to one call each. Every script dlock runs replies with
 // an integer: more than zero is a yes (acquired, with the fencing token; released;
-// extended), zero or less a no (held, with the holder's remaining time negated; gone).
+// extended), zero or less a no (gone; or held: an acquire script's refusal, which says how
+// long the holder has left and which holder it is, decoded by scripts.Refusal).
 type votes struct {
 	n        int
 	vals     []int64 // each node's reply where answered; failedReply where the call failed
