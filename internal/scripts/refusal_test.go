@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -49,13 +50,15 @@ return refuse(tonumber(ARGV[1]), holder)`)
 	}
 }
 
-// FuzzRefusal: any reply decodes without panicking, and a reply built from a time and a
-// tag decodes to them.
+// FuzzRefusal: any refusal decodes to a time of zero or more, and a reply built from a
+// time and a tag decodes to them.
 func FuzzRefusal(f *testing.F) {
 	f.Add(int64(30_000), uint16(7))
 	f.Add(int64(0), uint16(0))
 	f.Fuzz(func(t *testing.T, ms int64, tag uint16) {
-		Refusal(-ms) // any reply at all
+		if left, _ := Refusal(-(ms & math.MaxInt64)); left < 0 { // any refusal at all
+			t.Fatalf("reply %d decoded as %v left", -(ms & math.MaxInt64), left)
+		}
 		ms &= 1<<36 - 1
 		left, got := Refusal(-(ms<<16 | int64(tag)))
 		if left != time.Duration(ms)*time.Millisecond || got != tag {
