@@ -86,6 +86,38 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	return v
 }
 
+// A verdict is what one acquisition attempt came to.
+type verdict int
+
+const (
+	acquired verdict = iota // a majority granted, with time left on the lease
+	late                    // a majority granted, but the lease would already have ended
+	held                    // one holder has a majority: wait for it
+	split                   // contenders split the nodes; no one has a majority
+	failed                  // nodes failed or did not answer: no verdict
+)
+
+// verdict judges an attempt from its votes, need of which must agree; inTime says whether
+// the lease still had time left when the votes were in. Nodes that failed, or did not
+// answer before the poll gave up, can block any verdict but a grant.
+func (v *votes) verdict(need int, inTime bool) verdict {
+	blocked := v.failed
+	if !v.decided {
+		blocked += v.unanswered()
+	}
+	switch {
+	case v.yes >= need && inTime:
+		return acquired
+	case v.yes >= need:
+		return late
+	case blocked > v.n-need:
+		return failed
+	case v.heldByOne() >= need:
+		return held
+	}
+	return split
+}
+
 // heldByOne is the most nodes that refused on behalf of one holder. A node that refused
 // for no single holder (readers, permits, a waiting writer) counts for every holder, as if
 // the same holders held them all: waiting for them is what the caller must do anyway.

@@ -47,3 +47,51 @@ func TestHeldByOne(t *testing.T) {
 		})
 	}
 }
+
+// TestVerdict: what an attempt comes to, from its votes alone.
+func TestVerdict(t *testing.T) {
+	const granted = 7
+	a, b := refusalBy("a", 4000), refusalBy("b", 4000)
+	for _, tc := range []struct {
+		name    string
+		replies []int64 // failedReply for a failed node, 0 for no answer (unless decided)
+		decided bool
+		inTime  bool
+		want    verdict
+	}{
+		{"one node grants", []int64{granted}, true, true, acquired},
+		{"one node grants too late", []int64{granted}, true, false, late},
+		{"one node held", []int64{a}, true, true, held},
+		{"one node failed", []int64{failedReply}, true, true, failed},
+		{"a majority grants", []int64{granted, granted, granted, a, failedReply}, true, true, acquired},
+		{"a majority grants too late", []int64{granted, granted, granted, b, b}, true, false, late},
+		{"a holder's majority", []int64{a, a, a, granted, granted}, true, true, held},
+		{"split 2/2/1", []int64{a, a, b, b, granted}, true, true, split},
+		{"split with a failed node", []int64{a, a, b, granted, failedReply}, true, true, split},
+		{"too many failed", []int64{a, a, failedReply, failedReply, failedReply}, true, true, failed},
+		{"no answer from a majority", []int64{granted, a, 0, 0, 0}, false, true, failed},
+		{"silence after a clear refusal", []int64{a, a, a, 0, 0}, true, true, held},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _ := newVotes(len(tc.replies))
+			v.decided = tc.decided
+			for i, r := range tc.replies {
+				switch {
+				case r == failedReply:
+					v.failed++
+				case r > 0:
+					v.yes++
+				case r < 0:
+					v.no++
+				default:
+					continue // not answered
+				}
+				v.answered[i], v.vals[i] = true, r
+			}
+			need := len(tc.replies)/2 + 1
+			if got := v.verdict(need, tc.inTime); got != tc.want {
+				t.Fatalf("verdict = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
