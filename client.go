@@ -50,6 +50,7 @@ type Client struct {
 	// while closed is false, so never after Close began to Wait.
 	inflight sync.WaitGroup
 
+	turn  turn      // how long a release keeps the lock for the process whose turn it is
 	hooks testHooks // set by tests only (export_test.go), before the Client is used
 }
 
@@ -142,6 +143,7 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 	c := &Client{
 		id:     newToken(),
 		cfg:    cfg,
+		turn:   newTurn(turnLength),
 		queues: make(map[string]*localQueue),
 		holds:  make(map[*hold]struct{}),
 		done:   make(chan struct{}),

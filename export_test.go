@@ -15,12 +15,9 @@ func LocalWaiters(m *Mutex) int {
 	return 0
 }
 
-// SetTurnLength sets how long a Mutex turn lasts until the test ends.
-func SetTurnLength(d time.Duration) (restore func()) {
-	old := turnLength
-	turnLength, turnArg = d, any(ms(d.Milliseconds()))
-	return func() { turnLength, turnArg = old, any(ms(old.Milliseconds())) }
-}
+// SetTurnLength sets how long a Mutex turn lasts, for the releases and the waits of c.
+// Call it before c is used.
+func SetTurnLength(c *Client, d time.Duration) { c.turn = newTurn(d) }
 
 // SetRenewCaptured makes f run in every renewal batch of c between taking the leases'
 // lengths and sending the calls (a test blocks there to let an Extend overtake a

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -188,4 +189,22 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A FairMutex TryLock whose grant lands after its ctx ended must not leave the lock held.
+func TestFairTryLockTimeoutLeavesNothing(t *testing.T) {
+	srv, rdb := standalone(t)
+	p := faultproxy.New(t, srv.Addr)
+	p.SetLatency(t, 50*time.Millisecond)
+	via := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = via.Close() })
+	c := newClient(t, via)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.FairMutex("ft").TryLock(ctx); err == nil {
+		t.Fatal("TryLock through 50ms of latency with a 20ms ctx succeeded")
+	}
+	waitFor(t, 5*time.Second, "the late grant to be undone", func() bool {
+		return rdb.Exists(context.Background(), "dlock:ft").Val() == 0
+	})
 }

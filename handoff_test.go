@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // queueUp starts n goroutines that Lock m one after another (each queued before the next
@@ -136,11 +138,18 @@ func TestHandOffNotToAGoneWaiter(t *testing.T) {
 // TestTurnsAcrossProcesses: a release gives the lock to the process that has waited
 // longest, not to whoever asks first; a turn that nobody takes lapses.
 func TestTurnsAcrossProcesses(t *testing.T) {
-	defer dlock.SetTurnLength(3 * time.Second)() // long enough that only order decides
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	holder := newClient(t, rdb)
-	first, second := newClient(t, rdb), newClient(t, rdb)
+	clients := func(turn time.Duration, n int) []*dlock.Client {
+		cs := make([]*dlock.Client, n)
+		for i := range cs {
+			cs[i] = newClient(t, rdb)
+			dlock.SetTurnLength(cs[i], turn)
+		}
+		return cs
+	}
+	cs := clients(3*time.Second, 3) // long enough that only order decides
+	holder, first, second := cs[0], cs[1], cs[2]
 
 	h := mustLock(t, holder.Mutex("turns"), ctx)
 	got := make(chan string, 2)
@@ -178,7 +187,8 @@ func TestTurnsAcrossProcesses(t *testing.T) {
 	}
 
 	// A turn given to a process that is gone lapses, and the lock is free again.
-	defer dlock.SetTurnLength(50 * time.Millisecond)()
+	cs = clients(50*time.Millisecond, 2)
+	holder, first = cs[0], cs[1]
 	h = mustLock(t, holder.Mutex("turns"), ctx)
 	rdb.RPush(ctx, "{dlock:turns}:turns", "a-process-that-died")
 	_ = h.Unlock(ctx)
@@ -316,4 +326,200 @@ func TestStaleLeaveKeepsNewerAsk(t *testing.T) {
 		t.FailNow()
 	}
 	_ = l.Unlock(ctx)
+}
+
+// TestGrantAfterUndoneAttempt: an attempt of a waiting process P times out (server
+// stalled) just as a release grants P's standing request. Were the attempt undone
+// (releaseAbandoned of the request's token), the undo would run after the grant and pass
+// the lock on to R, while the grant message still reached P, whose Lock would return a
+// lease beside R's. A standing request's token is therefore never undone: P's lease must
+// be genuine (the key holds its token). Timing-based: it skips when the stall misses.
+//
+// Server order after the stall: Q's release (grant X to P), P's A2 (X: own token),
+// [formerly P's undo of A2 (release X: passes the lock to R)], P's A3.
+func TestGrantAfterUndoneAttempt(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes"))
+	rdb := srv.Client(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const lockKey, asks, turns, channel = "dlock:k", "{dlock:k}:asks", "{dlock:k}:turns", "{dlock:k}:released"
+
+	q, p, r := newClient(t, rdb), newClient(t, rdb), newClient(t, rdb)
+	hq := mustLock(t, q.Mutex("k", dlock.TTL(10*time.Second), dlock.NoRenew()), ctx)
+	// P's attempts will be told the holder has 200ms left: its next attempt comes then.
+	base := scriptCalls(t, rdb)
+	rdb.PExpire(ctx, lockKey, 200*time.Millisecond)
+	tPexpire := time.Now()
+
+	type result struct {
+		l   *dlock.Lease
+		err error
+		at  time.Time
+	}
+	pGot := make(chan result, 1)
+	go func() {
+		l, err := p.Mutex("k", dlock.TTL(1500*time.Millisecond)).Lock(ctx)
+		pGot <- result{l, err, time.Now()}
+	}()
+	waitFor(t, 5*time.Second, "P subscribed", func() bool {
+		return rdb.PubSubNumSub(ctx, channel).Val()[channel] >= 1 && rdb.HLen(ctx, asks).Val() == 1
+	})
+	var askX string
+	for _, v := range rdb.HGetAll(ctx, asks).Val() {
+		askX = strings.Fields(v)[0]
+	}
+	// P's second attempt (right after subscribing) is in: it was told ~200ms as well.
+	waitFor(t, 5*time.Second, "P's second attempt", func() bool { return scriptCalls(t, rdb) >= base+2 })
+	rdb.PExpire(ctx, lockKey, 10*time.Second)
+
+	rGot := make(chan result, 1)
+	go func() {
+		l, err := r.Mutex("k", dlock.TTL(3*time.Second)).Lock(ctx)
+		rGot <- result{l, err, time.Now()}
+	}()
+	waitFor(t, 5*time.Second, "R in the turn list", func() bool { return rdb.LLen(ctx, turns).Val() == 2 })
+
+	// Stall the server from just before P's next attempt (~200ms after the PEXPIRE) until
+	// after that attempt has timed out on P's side (nodeTimeout = 500ms for a 1.5s TTL).
+	time.Sleep(time.Until(tPexpire.Add(140 * time.Millisecond)))
+	stall := srv.Client(t)
+	go func() { stall.Do(context.Background(), "DEBUG", "SLEEP", "0.68") }()
+	time.Sleep(20 * time.Millisecond)
+	go func() { _ = hq.Unlock(ctx) }() // queued ahead of P's attempt
+
+	pr := <-pGot
+	if pr.err != nil {
+		t.Fatalf("P: %v", pr.err)
+	}
+	owner := rdb.Get(ctx, lockKey).Val()
+	pValid := pr.l.Err() == nil && time.Until(pr.l.ValidUntil()) > 0
+	t.Logf("P returned at %v: owner %q, ask %s, valid %v, err %v", pr.at.Sub(tPexpire), owner, askX, pValid, pr.l.Err())
+	var rr result
+	select {
+	case rr = <-rGot:
+	case <-time.After(2 * time.Second):
+		// P acquired legitimately: the server did not run the calls in the order this
+		// test arranges (it is timing-based; run it on its own).
+		_ = pr.l.Unlock(ctx)
+		rr = <-rGot
+		if rr.err == nil {
+			_ = rr.l.Unlock(ctx)
+		}
+		t.Skip("interleaving not reproduced this run (P's lease was genuine)")
+	}
+	if rr.err != nil {
+		t.Fatalf("R: %v", rr.err)
+	}
+	t.Logf("P's ask token %s; P got its lease at %v, R at %v", askX, pr.at.Sub(tPexpire), rr.at.Sub(tPexpire))
+	t.Logf("key owner when P's Lock returned %q; P lease then: valid=%v validFor=%v; R lease: err=%v", owner, pValid, time.Until(pr.l.ValidUntil()), rr.l.Err())
+	waitClosed(t, pr.l.Done(), 5*time.Second, "P's lease to end")
+	t.Logf("P's lease ended: %v", context.Cause(pr.l.Context()))
+	if owner != askX && rr.l.Err() == nil {
+		t.Errorf("P's Lock returned a lease for token %s (valid for %v when returned) while the key held %q and R's Lock returned too; P's lease is then lost by its first renewal",
+			askX, pr.l.ValidUntil().Sub(pr.at).Round(time.Millisecond), owner)
+	}
+	_ = rr.l.Unlock(ctx)
+}
+
+// TestHandOffKeepsWaitersOptions: a waiter that locked a handle with other options than
+// the releaser's (here: renewing, after a NoRenew holder) gets a lease of its own options,
+// not the releaser's hold (which would end at the inherited deadline, unrenewed).
+func TestHandOffKeepsWaitersOptions(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	c := newClient(t, rdb)
+	noRenew := c.Mutex("opts", dlock.TTL(600*time.Millisecond), dlock.NoRenew())
+	renewing := c.Mutex("opts", dlock.TTL(600*time.Millisecond))
+
+	blocker := mustLock(t, renewing, ctx)
+	lockIn := func(m *dlock.Mutex, out chan<- *dlock.Lease) {
+		go func() {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			out <- l
+		}()
+	}
+	a, b := make(chan *dlock.Lease, 1), make(chan *dlock.Lease, 1)
+	lockIn(noRenew, a)
+	waitFor(t, 5*time.Second, "A to queue", func() bool { return dlock.LocalWaiters(renewing) == 1 })
+	lockIn(renewing, b)
+	waitFor(t, 5*time.Second, "B to queue", func() bool { return dlock.LocalWaiters(renewing) == 2 })
+	_ = blocker.Unlock(ctx) // no spare token: through Redis; A acquires reserving one for B
+	la := <-a
+	if la == nil {
+		t.FailNow()
+	}
+	_ = la.Unlock(ctx) // hands the hold to B, no round trip
+	lb := <-b
+	if lb == nil {
+		t.FailNow()
+	}
+	start := time.Now()
+	select {
+	case <-lb.Done():
+		t.Errorf("B locked a renewing Mutex (TTL 600ms) and was handed A's NoRenew hold: its lease ended after %v: %v",
+			time.Since(start).Round(time.Millisecond), context.Cause(lb.Context()))
+	case <-time.After(1500 * time.Millisecond):
+	}
+	_ = lb.Unlock(ctx)
+}
+
+// TestHandOffAfterConcurrentShorteningExtend: Extend (shortening) and Unlock on the
+// same lease at once, with the server stalled. Were Unlock to hand the hold to a local
+// waiter while the Extend is in flight, its PEXPIRE would land after the hand-off, whose
+// successor would claim the old deadline long after the key expired, while another
+// process takes the lock. The successor's lease must never be valid beside another's.
+func TestHandOffAfterConcurrentShorteningExtend(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes"))
+	rdb := srv.Client(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+
+	c := newClient(t, rdb)
+	m := c.Mutex("ext", dlock.TTL(10*time.Second))
+	blocker := mustLock(t, m, ctx)
+	got := make(chan *dlock.Lease, 2)
+	for i := range 2 {
+		go func() {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		waitFor(t, 5*time.Second, "waiters", func() bool { return dlock.LocalWaiters(m) == i+1 })
+	}
+	_ = blocker.Unlock(ctx) // through Redis: first acquires, reserving a token for second
+	first := <-got
+
+	// Stall the server so that the Extend is still in flight when Unlock runs.
+	stall := srv.Client(t)
+	go func() { stall.Do(context.Background(), "DEBUG", "SLEEP", "0.2") }()
+	time.Sleep(30 * time.Millisecond)
+	extended := make(chan error, 1)
+	go func() { extended <- first.Extend(ctx, 100*time.Millisecond) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := first.Unlock(ctx); err != nil { // hands the hold to second, no round trip
+		t.Fatal(err)
+	}
+	second := <-got
+	t.Logf("Extend: %v", <-extended)
+	time.Sleep(400 * time.Millisecond) // the stall ends, the PEXPIRE 100ms runs, the key expires
+	t.Logf("lock key exists: %d", rdb.Exists(ctx, "dlock:ext").Val())
+
+	if rdb.Exists(ctx, "dlock:ext").Val() == 1 {
+		// The key is still held (by second, through Redis): no hand-off happened.
+		_ = second.Unlock(ctx)
+		return
+	}
+	other, err := newClient(t, rdb).Mutex("ext").TryLock(ctx) // a second process
+	if err != nil {
+		t.Fatalf("the key is gone but the other process could not take the lock: %v", err)
+	}
+	defer other.Unlock(ctx)
+	if second.Err() == nil && time.Now().Before(second.ValidUntil()) {
+		t.Errorf("two leases valid at once: the handed-over lease (token %d) is valid for %v more, and another process holds the lock with token %d",
+			second.Token(), time.Until(second.ValidUntil()).Round(time.Millisecond), other.Token())
+	}
+	_ = second.Unlock(ctx)
 }

@@ -156,11 +156,15 @@ func overtakeRenewals(t *testing.T, racer, checker *dlock.Client, k raceKind, ra
 	ctx := ctxTimeout(t, 2*time.Minute)
 	done, lost := 0, 0
 	for attempt := 0; done < races; attempt++ {
-		if attempt >= races*3/2 {
-			t.Fatalf("only %d of %d races ran in %d attempts (%d leases lost on a busy machine)", done, races, attempt, lost)
+		if attempt >= races*2 {
+			t.Fatalf("only %d of %d races ran in %d attempts (%d leases lost or not taken on a busy machine)", done, races, attempt, lost)
 		}
 		lease, err := k.hold(racer, ctx)
-		if err != nil {
+		var qe *dlock.QuorumError
+		if errors.As(err, &qe) {
+			lost++ // nodes too slow for the short TTL on a busy machine: no race to run
+			continue
+		} else if err != nil {
 			t.Fatalf("hold: %v", err)
 		}
 		g := newRenewGate()
@@ -202,7 +206,7 @@ func overtakeRenewals(t *testing.T, racer, checker *dlock.Client, k raceKind, ra
 		}
 		done++
 	}
-	t.Logf("%d races, %d attempts whose lease was lost on the way", done, lost)
+	t.Logf("%d races, %d attempts whose lease was not taken or lost on the way", done, lost)
 }
 
 // waitOrLost waits for ch, unless the lease ends first.

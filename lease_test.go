@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -246,4 +247,45 @@ func TestRenewalIsBatched(t *testing.T) {
 	for _, l := range held {
 		_ = l.Unlock(ctx)
 	}
+}
+
+// An Extend to a shorter TTL that times out here but lands on the server must not leave
+// the lease believing in its old, longer deadline.
+func TestFailedShorterExtendShortensDeadline(t *testing.T) {
+	srv, rdb := standalone(t)
+	p := faultproxy.New(t, srv.Addr)
+	via := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = via.Close() })
+	c := newClient(t, via)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := mustLock(t, c.Mutex("ext"), ctx) // TTL 30s
+	p.SetLatency(t, 100*time.Millisecond)
+	ectx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := l.Extend(ectx, 200*time.Millisecond); err == nil {
+		t.Fatal("Extend through 100ms of latency with a 30ms ctx succeeded")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if l2, err := newClient(t, rdb).Mutex("ext").TryLock(ctx); err == nil {
+		if l.Err() == nil && time.Now().Before(l.ValidUntil()) {
+			t.Fatalf("two live leases: the first valid for %v more, the second has token %d", time.Until(l.ValidUntil()), l2.Token())
+		}
+	}
+}
+
+func TestInnerExtendAfterUnlock(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	m := c.Mutex("in")
+	outer := mustLock(t, m, ctx)
+	inner := mustLock(t, m, outer.Context())
+	if err := inner.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := inner.Extend(ctx, time.Second)
+	if !errors.Is(err, dlock.ErrNotHeld) || errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("Extend of an unlocked inner lease = %v, want ErrNotHeld (released, not lost)", err)
+	}
+	_ = outer.Unlock(ctx)
 }

@@ -430,3 +430,22 @@ func TestTryLockOnDeadServerWrapsContext(t *testing.T) {
 		t.Fatalf("TryLock on a hung server with a short ctx = %v, want DeadlineExceeded naming the node", err)
 	}
 }
+
+func TestDoUnlocksWhenFnPanics(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on after Do")
+			}
+		}()
+		_ = c.Mutex("p").Do(ctx, func(context.Context) error { panic("boom") })
+	}()
+	if l, err := newClient(t, rdb).Mutex("p").TryLock(ctx); err != nil {
+		t.Fatalf("after fn panicked in Do, the lock is still held: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+}

@@ -296,3 +296,37 @@ func TestQuorumErrorNamesEachNode(t *testing.T) {
 		t.Fatalf("message %q does not name the failing node", err)
 	}
 }
+
+// A holder with a majority but not every node: a waiter that the free node grants must
+// wait like any other, not spin on split votes for the whole hold.
+func TestQuorumWaiterDoesNotSpinOnMinorityGrant(t *testing.T) {
+	servers, nodes, c := quorumOf(t, 3)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := mustLock(t, c.Mutex("hot"), ctx)
+	defer l.Unlock(ctx)
+	waitFor(t, 2*time.Second, "the key on node 2", func() bool { return nodes[2].Exists(ctx, "dlock:hot").Val() == 1 })
+	nodes[2].Del(ctx, "dlock:hot") // node 2 restarted empty, or missed the SET
+	// The waiter reaches nodes 0 and 1 through 3ms of latency, node 2 directly.
+	var via []redis.UniversalClient
+	for i, s := range servers {
+		if i == 2 {
+			via = append(via, s.Client(t))
+			continue
+		}
+		p := faultproxy.New(t, s.Addr)
+		p.SetLatency(t, 3*time.Millisecond)
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		via = append(via, rdb)
+	}
+	waiter := newQuorumClient(t, via)
+	before := scriptCalls(t, nodes[2].(*redis.Client))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := waiter.Mutex("hot").Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want DeadlineExceeded", err)
+	}
+	if calls := scriptCalls(t, nodes[2].(*redis.Client)) - before; calls > 20 {
+		t.Fatalf("the waiter sent %d scripts to the free node in 2s: it spins", calls)
+	}
+}

@@ -116,7 +116,7 @@ func mutexRelease(t *target, token any, publish string, mode, me any, call *batc
 	call.Keys = t.mutexReleaseKeys
 	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
 	if t.turns() {
-		turn = turnArg
+		turn = t.c.turn.arg
 	}
 	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
 }
@@ -145,7 +145,7 @@ func (mutexScheme) channels(t *target, r *request, n *node) []notify.Channel {
 		// The lock passed to another process wakes this one only once that could have
 		// lapsed; a grant to this one comes with its details (turns.go).
 		released.Process, released.Grants = t.turnID(), r.grants
-		released.TurnLapse = turnLength + time.Millisecond
+		released.TurnLapse = t.c.turn.length + time.Millisecond
 		released.GrantLapse = min(t.cfg.ttl, grantLength) + time.Millisecond
 	}
 	return []notify.Channel{released, keyspaceChannel(n, t.keys.Lock)}

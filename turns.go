@@ -32,11 +32,17 @@ import (
 
 // turnLength is how long a released lock is kept for the process whose turn it is. That
 // process was told by the release and normally asks within a round trip; the turn only
-// lapses when it has died or stopped waiting without saying so. A variable for tests.
-var (
-	turnLength     = 20 * time.Millisecond
-	turnArg    any = ms(turnLength.Milliseconds())
-)
+// lapses when it has died or stopped waiting without saying so. Each Client keeps its own
+// (a turn), which tests change before they use it.
+const turnLength = 20 * time.Millisecond
+
+// A turn is a Client's turn length, and the same as a script argument (boxed once).
+type turn struct {
+	length time.Duration
+	arg    any
+}
+
+func newTurn(d time.Duration) turn { return turn{length: d, arg: ms(d.Milliseconds())} }
 
 // askReserve is how many fencing tokens a waiting process reserves in its standing
 // request: enough for the goroutines that may queue behind its head until the grant.
@@ -207,7 +213,7 @@ func (t *target) leaveTurns(ask any) {
 	if ask == nil {
 		ask = noArg
 	}
-	t.c.sendAll(nil, turnLength, func(call *batch.Call) bool {
+	t.c.sendAll(nil, t.c.turn.length, func(call *batch.Call) bool {
 		mutexRelease(t, ask, t.c.nodes[call.Node].publishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
