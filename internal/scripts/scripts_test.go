@@ -138,6 +138,7 @@ var sources = map[string]string{
 	"rw_read_acquire": rwReadAcquire, "rw_write_acquire": rwWriteAcquire,
 	"member_release": memberRelease, "member_extend": memberExtend,
 	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire, "refusal": refusal,
+	"lock_read": lockRead, "inspect": inspect, "force_unlock": forceUnlock,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -169,8 +170,11 @@ func TestHeaders(t *testing.T) {
 			t.Errorf("%s does not start with %q", f, "-- "+name+": ")
 		}
 		header := []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"}
-		if name == "refusal" {
-			header = []string{"-- refuse(left, holder) returns"} // a prelude: it documents its function
+		switch name { // the preludes document their functions
+		case "refusal":
+			header = []string{"-- refuse(left, holder) returns"}
+		case "lock_read":
+			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		}
 		for _, want := range header {
 			if !strings.Contains(src, want) {
