@@ -53,8 +53,8 @@ type lockInfo struct {
 // inspectLock reads one lock on every node with Client.Inspect.
 func inspectLock(ctx context.Context, d *deployment, c *dlock.Client, name string) ([]lockInfo, error) {
 	in, err := c.Inspect(ctx, name)
-	if in == nil {
-		return nil, usage("status", "%v", err)
+	if in == nil { // the name was checked: the Client cannot be used
+		return nil, fail(exitFailure, "cannot read the lock %q: %v", name, err)
 	}
 	infos := make([]lockInfo, len(in.Nodes))
 	for i, n := range in.Nodes {

@@ -148,8 +148,8 @@ func (u *unlockCmd) unlock(ctx context.Context, d *deployment, c *dlock.Client, 
 		}
 	}
 	in, err := c.ForceUnlock(ctx, name)
-	if in == nil {
-		return nil, usage("unlock", "%v", err)
+	if in == nil { // the name was checked: the Client cannot be used
+		return nil, fail(exitFailure, "cannot remove the lock %q: %v", name, err)
 	}
 	rs := make([]unlockResult, len(in.Nodes))
 	for i, n := range in.Nodes {
