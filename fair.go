@@ -67,11 +67,11 @@ type fairScheme struct{}
 func (fairScheme) kind() string { return "fair" }
 
 func fairKeys(t *target) []string {
-	return []string{t.keys.Lock, t.keys.Fence, t.keys.Aux("queue"), t.keys.Aux("queue:deadlines")}
+	return []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines()}
 }
 
 // waiterChannel is where a waiter is told that the lock was handed to it.
-func waiterChannelPrefix(t *target) string { return t.keys.Aux("granted:") }
+func waiterChannelPrefix(t *target) string { return t.keys.GrantedPrefix() }
 
 func (fairScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.FairAcquire

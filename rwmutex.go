@@ -66,7 +66,7 @@ func (rw *RWMutex) lock(ctx context.Context, try bool) (*Lease, error) {
 }
 
 func rwKeys(t *target) []string {
-	return []string{t.keys.Lock, t.keys.Fence, t.keys.Aux("readers"), t.keys.Aux("writers")}
+	return []string{t.keys.Lock, t.keys.Fence, t.keys.Readers(), t.keys.Writers()}
 }
 
 func rwChannels(t *target, n *node) []notify.Channel {
@@ -85,14 +85,14 @@ func (readScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 }
 
 func (readScheme) release(t *target, token any, publish string, call *batch.Call) {
-	readers := t.keys.Aux("readers")
+	readers := t.keys.Readers()
 	call.Script = scripts.MemberRelease
 	call.Keys = []string{readers, readers}
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
 func (readScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
-	readers := t.keys.Aux("readers")
+	readers := t.keys.Readers()
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{readers, readers}
 	call.Args = []any{token, ttl, extendMode(set)}
@@ -130,7 +130,7 @@ func (writeScheme) extend(t *target, token any, ttl string, set bool, call *batc
 }
 
 func (writeScheme) leave(t *target, r *request, call *batch.Call) bool {
-	writers := t.keys.Aux("writers")
+	writers := t.keys.Writers()
 	call.Script = scripts.WaiterLeave
 	call.Keys = []string{writers, writers}
 	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].publishCommand()}

@@ -63,13 +63,13 @@ type semaphoreScheme struct {
 func (semaphoreScheme) kind() string { return "semaphore" }
 
 func semKeys(t *target) (holders, permits string) {
-	return t.keys.Lock, t.keys.Aux("permits")
+	return t.keys.Lock, t.keys.Permits()
 }
 
 func (s semaphoreScheme) acquire(t *target, r *request, token any, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.SemaphoreAcquire
-	call.Keys = []string{holders, t.keys.Fence, permits, t.keys.Aux("queue"), t.keys.Aux("queue:deadlines")}
+	call.Keys = []string{holders, t.keys.Fence, permits, t.keys.Queue(), t.keys.QueueDeadlines()}
 	call.Args = []any{
 		token, t.ttlArg, strconv.FormatInt(s.size, 10), strconv.FormatInt(r.n, 10),
 		// On a quorum, waiters do not queue: each node would keep its own order, and a
@@ -94,7 +94,7 @@ func (semaphoreScheme) extend(t *target, token any, ttl string, set bool, call *
 
 func (semaphoreScheme) leave(t *target, r *request, call *batch.Call) bool {
 	call.Script = scripts.WaiterLeave
-	call.Keys = []string{t.keys.Aux("queue:deadlines"), t.keys.Aux("queue")}
+	call.Keys = []string{t.keys.QueueDeadlines(), t.keys.Queue()}
 	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].publishCommand()}
 	return true
 }

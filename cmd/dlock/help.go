@@ -234,9 +234,9 @@ or the waiting writers: waiters keep their order. By kind ('dlock help status'):
              each on its own: unlock also tells the first live waiter of the queue on
              its channel, so that it takes the lock at once rather than at its next
              refresh of its place (within 1s)
-  rw         deletes the write key (the writer's token). Readers are removed, with
-             their sorted set, only with --readers: without it, unlock says how many
-             readers still hold the lock and exits 1
+  rw         deletes the write key (the writer's token) and the readers' sorted set.
+             With readers holding it, only with --readers: without it, unlock removes
+             nothing of that lock, says how many readers hold it and exits 1
   semaphore  deletes the holders and their permits, every holder at once; says how
              many held how many permits
 Keys of other types are left alone, and unlock exits 1.

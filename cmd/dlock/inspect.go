@@ -2,39 +2,31 @@ package main
 
 import (
 	"context"
-	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/seed51c676c8/dlock/internal/keyspace"
+	"github.com/seed51c676c8/dlock"
 )
 
-var (
-	//go:embed scripts/inspect.lua
-	inspectSource string
-	inspectScript = redis.NewScript(inspectSource)
-)
-
-// The kinds of dlock lock, as the inspect and force_unlock scripts tell them apart by the
-// keys that exist (see scripts/inspect.lua). A key of any other type under the prefix is
-// shown with its Redis type as its kind.
+// The kinds of lock as status, list and unlock name them: dlock's LockInfo kinds, but
+// "rw" for an RWMutex (the JSON form is a contract). A key of any other Redis type under the
+// prefix is shown with its Redis type as its kind.
 const (
-	kindMutex     = "mutex"     // a string lock key holding the holder's token
-	kindFair      = "fair"      // a mutex's string key plus a queue (FairMutex)
-	kindRW        = "rw"        // a string write key and sorted sets of readers and waiting writers
-	kindSemaphore = "semaphore" // a sorted set of holders at the lock key, a permits hash, a queue
+	kindMutex     = dlock.KindMutex
+	kindFair      = dlock.KindFair
+	kindRW        = "rw"
+	kindSemaphore = dlock.KindSemaphore
 )
 
-// lockScriptKeys are the keys the inspect and force_unlock scripts read, in the order
-// inspect.lua lists them: every key a lock of any kind may have.
-func lockScriptKeys(keys keyspace.Keys) []string {
-	return []string{
-		keys.Lock, keys.Fence, keys.Aux("readers"), keys.Aux("writers"),
-		keys.Aux("queue"), keys.Aux("queue:deadlines"), keys.Aux("permits"),
+// kindOf is the CLI's name of a LockInfo kind.
+func kindOf(kind string) string {
+	if kind == dlock.KindRWMutex {
+		return kindRW
 	}
+	return kind
 }
 
 // lockInfo is what status and list show of one lock on one node. Its JSON form is part of
@@ -58,41 +50,65 @@ type lockInfo struct {
 	Queue          *int64 `json:"queue,omitempty"`           // live entries of a queue (fair, semaphore, or a free lock's)
 }
 
-// inspectLock reads one lock on one node, at one instant: its kind, holders, counter and
-// queue; then its subscribed waiters.
-func inspectLock(ctx context.Context, d *deployment, n node, name string, keys keyspace.Keys) (lockInfo, error) {
-	info := lockInfo{Name: name, Key: keys.Lock}
-	if d.quorum() {
-		info.Node = n.name
+// inspectLock reads one lock on every node with Client.Inspect.
+func inspectLock(ctx context.Context, d *deployment, c *dlock.Client, name string) ([]lockInfo, error) {
+	in, err := c.Inspect(ctx, name)
+	if in == nil { // the name was checked: the Client cannot be used
+		return nil, fail(exitFailure, "cannot read the lock %q: %v", name, err)
 	}
-	reply, err := inspectScript.Run(ctx, n.rdb, lockScriptKeys(keys)).Slice()
-	if err != nil {
-		return info, err
+	infos := make([]lockInfo, len(in.Nodes))
+	for i, n := range in.Nodes {
+		if n.Err != nil {
+			if infos[i], err = foreignLock(ctx, d.nodes[i], in.Key, n.Err); err != nil {
+				return nil, redisFailure(fmt.Sprintf("cannot read the lock %q on %s", name, d.nodes[i].name), err)
+			}
+		} else {
+			infos[i] = nodeLockInfo(n, d.quorum())
+		}
+		infos[i].Name, infos[i].Key = name, in.Key
+		if d.quorum() {
+			infos[i].Node = d.nodes[i].name
+		}
 	}
-	if len(reply) != 9 {
-		return info, fmt.Errorf("unexpected reply from the inspect script: %v", reply)
+	return infos, nil
+}
+
+// foreignLock is the row of a lock key that holds something no dlock lock writes: its
+// Redis type is its kind. Any other error, a companion key's included, is returned.
+func foreignLock(ctx context.Context, n node, key string, err error) (lockInfo, error) {
+	if !errors.Is(err, dlock.ErrNotLock) {
+		return lockInfo{}, err
 	}
-	info.Kind, _ = reply[0].(string)
-	pttl, _ := reply[1].(int64)
-	info.Holder, _ = reply[2].(string)
-	if fence, ok := reply[3].(string); ok {
-		info.Fence, _ = strconv.ParseUint(fence, 10, 64)
+	typ, terr := n.rdb.Type(ctx, key).Result()
+	if terr != nil {
+		return lockInfo{}, terr
 	}
-	readers, writers, queue, holders, permits := replyInt(reply[4]), replyInt(reply[5]), replyInt(reply[6]), replyInt(reply[7]), replyInt(reply[8])
-	if pttl != -2 {
-		info.Held = true
-		info.TTLms = &pttl
+	switch typ {
+	case "string", "zset", "none":
+		return lockInfo{}, err // the lock key is fine: a companion is not
 	}
-	switch {
-	case info.Kind == kindSemaphore:
-		queue = max(queue, 0) // no queue key: no one queues
-		info.Queue = &queue
-	case queue >= 0 && (info.Kind == kindFair || info.Kind == ""):
-		info.Queue = &queue
+	pttl, err := n.rdb.PTTL(ctx, key).Result()
+	return lockInfo{Kind: typ, Held: true, TTLms: millis(pttl)}, err
+}
+
+// nodeLockInfo is the row of one node's reading.
+func nodeLockInfo(n dlock.NodeInfo, quorum bool) lockInfo {
+	info := lockInfo{Kind: kindOf(n.Kind), Fence: n.Fence, Held: len(n.Holders) > 0, TTLms: holdLeft(n)}
+	var readers, holders, permits int64
+	for _, h := range n.Holders {
+		switch {
+		case h.Reader:
+			readers++
+		case n.Kind == dlock.KindSemaphore:
+			holders, permits = holders+1, permits+h.Permits
+		default:
+			info.Holder = h.Token
+		}
 	}
+	waiting := int64(len(n.Waiters))
 	switch info.Kind {
 	case kindRW:
-		info.Readers, info.WritersWaiting = &readers, &writers
+		info.Readers, info.WritersWaiting = &readers, &waiting
 		switch {
 		case info.Holder != "":
 			info.Mode = "write"
@@ -103,21 +119,50 @@ func inspectLock(ctx context.Context, d *deployment, n node, name string, keys k
 		}
 	case kindSemaphore:
 		info.Holders, info.PermitsInUse = &holders, &permits
+		info.Queue = &waiting
+	case kindFair:
+		info.Queue = &waiting
+	case "":
+		if waiting > 0 {
+			info.Queue = &waiting // a queue left by a lock that is free
+		}
 	}
 	// A queue's waiters are its live entries; they listen on channels of their own (a
 	// FairMutex's) or, on a quorum, do not queue (a Semaphore's): count those that do.
-	if info.Queue != nil && !d.quorum() {
+	info.Waiters = n.Listeners
+	if info.Queue != nil && !quorum {
 		info.Waiters = *info.Queue
-		return info, nil
 	}
-	info.Waiters, err = waiters(ctx, d, n, keys)
-	return info, err
+	return info
 }
 
-// replyInt is an integer of a script's reply, 0 when it is not one.
-func replyInt(v any) int64 {
-	i, _ := v.(int64)
-	return i
+// holdLeft is what the hold has left in ms: the string lock key's (the holder's or the
+// writer's), else until the last reader's lease ends, else until the first Semaphore
+// holder's does; -1 without expiry; nil when no one holds it.
+func holdLeft(n dlock.NodeInfo) *int64 {
+	var left time.Duration
+	found := false
+	for _, h := range n.Holders {
+		switch {
+		case !h.Reader && n.Kind != dlock.KindSemaphore:
+			return millis(h.TTL) // the string key's holder: its lease is the hold
+		case !found, h.Reader && h.TTL > left, !h.Reader && h.TTL < left:
+			left, found = h.TTL, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return millis(left)
+}
+
+// millis is a TTL in ms, -1 without expiry.
+func millis(d time.Duration) *int64 {
+	ms := d.Milliseconds()
+	if d < 0 {
+		ms = -1
+	}
+	return &ms
 }
 
 // detail is the DETAIL column: what matters for the lock's kind beyond HOLDER and TTL.
@@ -159,20 +204,4 @@ func plural(n int64, what string) string {
 		return "1 " + what
 	}
 	return strconv.FormatInt(n, 10) + " " + what + "s"
-}
-
-// waiters counts the client connections subscribed to the lock's release channel: PUBSUB
-// NUMSUB, or PUBSUB SHARDNUMSUB on the Cluster master that owns the lock's slot. dlock
-// shares one subscription per process, so this counts processes, not goroutines.
-func waiters(ctx context.Context, d *deployment, n node, keys keyspace.Keys) (int64, error) {
-	if cc, ok := n.rdb.(*redis.ClusterClient); ok {
-		master, err := cc.MasterForKey(ctx, keys.Lock)
-		if err != nil {
-			return 0, err
-		}
-		m, err := master.PubSubShardNumSub(ctx, keys.Channel).Result()
-		return m[keys.Channel], err
-	}
-	m, err := n.rdb.PubSubNumSub(ctx, keys.Channel).Result()
-	return m[keys.Channel], err
 }

@@ -40,14 +40,13 @@ func cmdList(c *cli, args []string) error {
 	if err != nil {
 		return redisFailure("cannot list the keys", err)
 	}
-	keys := make([]keyspace.Keys, 0, len(names))
 	valid := names[:0]
 	for _, name := range names {
-		if k, err := keyspace.For(ic.sf.prefix, name); err == nil {
-			keys, valid = append(keys, k), append(valid, name)
+		if _, err := keyspace.For(ic.sf.prefix, name); err == nil {
+			valid = append(valid, name)
 		}
 	}
-	infos, err := inspectAll(ctx, d, valid, keys)
+	infos, err := inspectAll(ctx, d, ic.sf.prefix, valid)
 	if err != nil {
 		return err
 	}
@@ -61,17 +60,18 @@ func cmdList(c *cli, args []string) error {
 // scanNames returns the sorted names of the locks that match prefix+pattern on every node
 // (every master of a Cluster), each once, without dlock's companion keys. An RWMutex held
 // by readers alone has no lock key: it is found by its readers set, whose key is
-// SlotTag(lock)+":readers", "{dlock:NAME}:readers" for most names. So besides the lock
-// keys it SCANs for "{"+prefix+pattern+"}:readers" and, unless the pattern is "*" (whose
-// SCAN finds those already), for prefix+pattern+":readers" (the names with a hash tag).
+// keyspace.ReadersOf(SlotTag(lock)), "{dlock:NAME}:readers" for most names. So besides
+// the lock keys it SCANs for the readers of the tag "{"+prefix+pattern+"}" and, unless
+// the pattern is "*" (whose SCAN finds those already), of the tag prefix+pattern (the
+// names with a hash tag).
 func scanNames(ctx context.Context, d *deployment, prefix, pattern string) ([]string, error) {
 	match := globEscape(prefix) + pattern
 	scans := []scanPass{
 		{match: match, locks: true, readers: pattern == "*"},
-		{match: "{" + match + "}:readers", readers: true},
+		{match: keyspace.ReadersOf("{" + match + "}"), readers: true},
 	}
 	if pattern != "*" {
-		scans = append(scans, scanPass{match: match + ":readers", readers: true})
+		scans = append(scans, scanPass{match: keyspace.ReadersOf(match), readers: true})
 	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
@@ -81,11 +81,11 @@ func scanNames(ctx context.Context, d *deployment, prefix, pattern string) ([]st
 			defer mu.Unlock()
 			for _, k := range keys {
 				lock := k
-				if base, suffix, ok := companionOf(k); ok {
-					if suffix != ":readers" || !sc.readers {
+				if base, _, ok := keyspace.CompanionOf(k); ok {
+					if k != keyspace.ReadersOf(base) || !sc.readers {
 						continue
 					}
-					if lock, ok = lockOfTag(base, prefix); !ok {
+					if lock, ok = keyspace.LockOfTag(base, prefix); !ok {
 						continue
 					}
 				} else if !sc.locks {
@@ -126,8 +126,8 @@ type scanPass struct {
 	// locks: the keys that are not companions are lock keys that match.
 	locks bool
 	// readers: the lock of a readers set it finds matches. So for the SCANs of readers
-	// keys: their patterns end in ":readers", so that the rest of the key, the slot tag,
-	// matches exactly; and for the SCAN of the lock keys with the pattern "*".
+	// keys: their patterns end in the readers suffix, so that the rest of the key, the
+	// slot tag, matches exactly; and for the SCAN of the lock keys with the pattern "*".
 	readers bool
 }
 
@@ -144,59 +144,6 @@ func scanNode(ctx context.Context, rdb redis.Cmdable, match string, add func([]s
 			return nil
 		}
 	}
-}
-
-// companionSuffixes end the keys that belong to a lock without being its lock key
-// (keyspace.Keys.Fence and Aux): the fencing counter, a FairMutex's or a Semaphore's
-// queue, an RWMutex's readers and writers, a Semaphore's permits, a Mutex's turn list
-// and standing requests (keyspace.Keys.Turns, Asks). A kind that adds
-// companion keys adds their suffixes here. The FairMutex waiters' channels,
-// Aux("granted:")+token, are matched by grantedInfix.
-var companionSuffixes = []string{":fence", ":queue", ":queue:deadlines", ":readers", ":writers", ":permits", ":turns", ":asks"}
-
-const grantedInfix = ":granted:"
-
-// companionOf reports whether key is a companion of some lock key, and splits it into
-// the lock's slot tag and the suffix (":granted:" for a waiter's channel name). keyspace
-// names companions SlotTag(lock)+suffix, and SlotTag always has a hash tag.
-func companionOf(key string) (tag, suffix string, ok bool) {
-	isTag := func(base string) bool {
-		t, err := keyspace.SlotTag(base)
-		return err == nil && t == base
-	}
-	for _, suffix := range companionSuffixes {
-		if base, ok := strings.CutSuffix(key, suffix); ok && isTag(base) {
-			return base, suffix, true
-		}
-	}
-	for i := 0; ; {
-		j := strings.Index(key[i:], grantedInfix)
-		if j < 0 {
-			return "", "", false
-		}
-		if base := key[:i+j]; isTag(base) {
-			return base, grantedInfix, true
-		}
-		i += j + 1
-	}
-}
-
-// lockOfTag returns the lock key under prefix whose slot tag is tag: tag without its
-// braces ("{dlock:x}" for "dlock:x"), or tag itself when the name has a hash tag.
-func lockOfTag(tag, prefix string) (string, bool) {
-	if inner, ok := strings.CutPrefix(tag, "{"); ok {
-		if inner, ok = strings.CutSuffix(inner, "}"); ok && strings.HasPrefix(inner, prefix) {
-			if t, err := keyspace.SlotTag(inner); err == nil && t == tag {
-				return inner, true
-			}
-		}
-	}
-	if strings.HasPrefix(tag, prefix) {
-		if t, err := keyspace.SlotTag(tag); err == nil && t == tag {
-			return tag, true
-		}
-	}
-	return "", false
 }
 
 // globEscape escapes the characters that SCAN MATCH treats as a pattern.

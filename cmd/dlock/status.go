@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -39,9 +40,8 @@ func cmdStatus(c *cli, args []string) error {
 	if len(names) == 0 {
 		return usage("status", "give the names of the locks: dlock status [flags] NAME...")
 	}
-	all := make([]keyspace.Keys, len(names))
-	for i, name := range names {
-		if all[i], err = keyspace.For(ic.sf.prefix, name); err != nil {
+	for _, name := range names {
+		if _, err = keyspace.For(ic.sf.prefix, name); err != nil {
 			return usage("status", "%v", err)
 		}
 	}
@@ -52,24 +52,27 @@ func cmdStatus(c *cli, args []string) error {
 		return err
 	}
 	defer d.Close()
-	infos, err := inspectAll(ctx, d, names, all)
+	infos, err := inspectAll(ctx, d, ic.sf.prefix, names)
 	if err != nil {
 		return err
 	}
 	return ic.print(c, d, infos)
 }
 
-// inspectAll reads every lock on every node.
-func inspectAll(ctx context.Context, d *deployment, names []string, keys []keyspace.Keys) ([]lockInfo, error) {
+// inspectAll reads every lock on every node, through a dlock Client on d.
+func inspectAll(ctx context.Context, d *deployment, prefix string, names []string) ([]lockInfo, error) {
+	c, err := d.client(prefix, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
 	var infos []lockInfo
-	for i, name := range names {
-		for _, n := range d.nodes {
-			info, err := inspectLock(ctx, d, n, name, keys[i])
-			if err != nil {
-				return nil, redisFailure(fmt.Sprintf("cannot read the lock %q on %s", name, n.name), err)
-			}
-			infos = append(infos, info)
+	for _, name := range names {
+		rows, err := inspectLock(ctx, d, c, name)
+		if err != nil {
+			return nil, err
 		}
+		infos = append(infos, rows...)
 	}
 	return infos, nil
 }

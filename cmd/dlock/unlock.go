@@ -2,23 +2,17 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
-)
-
-var (
-	//go:embed scripts/force_unlock.lua
-	forceUnlockSource string
-	forceUnlockScript = redis.NewScript(forceUnlockSource)
 )
 
 // unlockCmd holds the flags of 'dlock unlock'.
@@ -77,9 +71,8 @@ func cmdUnlock(c *cli, args []string) error {
 	if !u.force {
 		return usage("unlock", "refusing without --force. Removing a lock that is held lets a second holder in while the first may still run (it learns of the loss only at its next renewal), so that only fencing tokens protect your data. If the holder is gone or must be stopped, run: dlock unlock --force %s", strings.Join(names, " "))
 	}
-	all := make([]keyspace.Keys, len(names))
-	for i, name := range names {
-		if all[i], err = keyspace.For(u.sf.prefix, name); err != nil {
+	for _, name := range names {
+		if _, err = keyspace.For(u.sf.prefix, name); err != nil {
 			return usage("unlock", "%v", err)
 		}
 	}
@@ -90,15 +83,20 @@ func cmdUnlock(c *cli, args []string) error {
 		return err
 	}
 	defer d.Close()
+	lc, err := d.client(u.sf.prefix, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
 
 	var results []unlockResult
 	var refused []string
-	for i, name := range names {
-		for _, n := range d.nodes {
-			r, err := forceUnlock(ctx, d, n, name, all[i], u.readers)
-			if err != nil {
-				return redisFailure(fmt.Sprintf("cannot remove the lock %q on %s", name, n.name), err)
-			}
+	for _, name := range names {
+		rs, err := u.unlock(ctx, d, lc, name)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
 			results = append(results, r)
 			switch {
 			case r.Kind != "" && !r.Removed && !isLockKind(r.Kind):
@@ -132,49 +130,64 @@ func isLockKind(kind string) bool {
 	return false
 }
 
-// forceUnlock removes one lock on one node with the force_unlock script: a string lock
-// key, an RWMutex's readers with readers set, a Semaphore's holders and permits.
-func forceUnlock(ctx context.Context, d *deployment, n node, name string, keys keyspace.Keys, readers bool) (unlockResult, error) {
-	r := unlockResult{Name: name, Key: keys.Lock}
-	if d.quorum() {
-		r.Node = n.name
+// unlock removes one lock on every node with Client.ForceUnlock, unless it is an RWMutex
+// that readers hold and --readers was not given: then it removes nothing (a reader that
+// comes between the check and the removal is removed too).
+func (u *unlockCmd) unlock(ctx context.Context, d *deployment, c *dlock.Client, name string) ([]unlockResult, error) {
+	if !u.readers {
+		rows, err := inspectLock(ctx, d, c, name)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(rows, func(in lockInfo) bool { return in.Kind == kindRW && deref(in.Readers) > 0 }) {
+			rs := make([]unlockResult, len(rows))
+			for i, in := range rows {
+				rs[i] = unlockResult{Name: name, Key: in.Key, Node: in.Node, Kind: in.Kind, Holder: in.Holder, Readers: in.Readers}
+			}
+			return rs, nil
+		}
 	}
-	publish := "PUBLISH"
-	if d.cluster {
-		publish = "SPUBLISH"
+	in, err := c.ForceUnlock(ctx, name)
+	if in == nil { // the name was checked: the Client cannot be used
+		return nil, fail(exitFailure, "cannot remove the lock %q: %v", name, err)
 	}
-	withReaders := "0"
-	if readers {
-		withReaders = "1"
+	rs := make([]unlockResult, len(in.Nodes))
+	for i, n := range in.Nodes {
+		var info lockInfo
+		if n.Err != nil {
+			if info, err = foreignLock(ctx, d.nodes[i], in.Key, n.Err); err != nil {
+				return nil, redisFailure(fmt.Sprintf("cannot remove the lock %q on %s", name, d.nodes[i].name), err)
+			}
+			info.Held = false // nothing was removed
+		} else {
+			info = nodeLockInfo(n, d.quorum())
+		}
+		rs[i] = removal(info, n)
+		rs[i].Name, rs[i].Key = name, in.Key
+		if d.quorum() {
+			rs[i].Node = d.nodes[i].name
+		}
 	}
-	scriptKeys := []string{
-		keys.Lock, keys.Aux("readers"), keys.Aux("writers"),
-		keys.Aux("queue"), keys.Aux("queue:deadlines"), keys.Aux("permits"),
+	return rs, nil
+}
+
+// removal is what ForceUnlock removed on a node, found there as info.
+func removal(info lockInfo, n dlock.NodeInfo) unlockResult {
+	r := unlockResult{Kind: info.Kind, Removed: info.Held || info.Kind == kindSemaphore, Holder: info.Holder}
+	if r.Removed {
+		r.TTLms = info.TTLms
 	}
-	reply, err := forceUnlockScript.Run(ctx, n.rdb, scriptKeys, keys.Channel, publish, withReaders, keys.Aux("granted:")).Slice()
-	if err != nil {
-		return r, err
-	}
-	if len(reply) != 9 {
-		return r, fmt.Errorf("unexpected reply from the force_unlock script: %v", reply)
-	}
-	r.Kind, _ = reply[0].(string)
-	r.Removed = replyInt(reply[1]) == 1
-	if pttl := replyInt(reply[2]); r.Removed && pttl != -2 {
-		r.TTLms = &pttl
-	}
-	r.Holder, _ = reply[3].(string)
 	switch r.Kind {
 	case kindRW:
-		rd := replyInt(reply[4])
-		r.Readers, r.ReadersRemoved = &rd, replyInt(reply[5]) == 1
+		r.Readers, r.ReadersRemoved = info.Readers, deref(info.Readers) > 0
 	case kindSemaphore:
-		h, p := replyInt(reply[6]), replyInt(reply[7])
-		r.Holders, r.PermitsInUse = &h, &p
+		r.Holders, r.PermitsInUse = info.Holders, info.PermitsInUse
 	case kindFair:
-		r.QueueHead, _ = reply[8].(string)
+		if len(n.Waiters) > 0 {
+			r.QueueHead = n.Waiters[0]
+		}
 	}
-	return r, nil
+	return r
 }
 
 // kept is what unlock leaves in place: the fencing counter, and also.

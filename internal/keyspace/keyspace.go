@@ -14,11 +14,54 @@ type Keys struct {
 	Channel string // where releases are published
 	Turns   string // Mutex: the processes waiting, oldest first
 	Asks    string // Mutex: the standing requests of the waiting processes
-	Tag     string // a prefix that hashes to the lock key's slot; see Aux
+	Tag     string // a prefix that hashes to the lock key's slot: every companion extends it
 }
 
-// Aux names a companion key or channel of the lock: it shares the lock key's slot.
-func (k Keys) Aux(suffix string) string { return k.Tag + ":" + suffix }
+// The suffixes of the companion keys and channels, after Tag. A kind that adds a companion
+// adds its suffix here and to Companions, so that the CLI's list tells it from a lock key.
+const (
+	fenceSuffix     = ":fence"
+	channelSuffix   = ":released"
+	turnsSuffix     = ":turns"
+	asksSuffix      = ":asks"
+	queueSuffix     = ":queue"
+	deadlinesSuffix = ":queue:deadlines"
+	readersSuffix   = ":readers"
+	writersSuffix   = ":writers"
+	permitsSuffix   = ":permits"
+	// GrantedInfix separates Tag from a FairMutex waiter's token in the name of the
+	// waiter's own channel (GrantedPrefix).
+	GrantedInfix = ":granted:"
+)
+
+// Companions are the suffixes of every companion key, after a lock's Tag; the waiters'
+// channels (GrantedInfix) are not keys and are not listed.
+func Companions() []string {
+	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
+}
+
+// Queue is the FairMutex's or the Semaphore's queue: a list of waiter ids in arrival order.
+func (k Keys) Queue() string { return k.Tag + queueSuffix }
+
+// QueueDeadlines is the sorted set of queue entries, waiter id -> the Redis time (ms) the
+// entry dies unless refreshed.
+func (k Keys) QueueDeadlines() string { return k.Tag + deadlinesSuffix }
+
+// Readers is the RWMutex's readers: a sorted set, token -> lease end (Redis time, ms).
+func (k Keys) Readers() string { return k.Tag + readersSuffix }
+
+// Writers is the RWMutex's waiting writers: a sorted set, writer id -> entry deadline.
+func (k Keys) Writers() string { return k.Tag + writersSuffix }
+
+// Permits is the Semaphore's hash, token -> permits held; its holders are the lock key.
+func (k Keys) Permits() string { return k.Tag + permitsSuffix }
+
+// GrantedPrefix begins the channel of each FairMutex waiter: the prefix and its token.
+func (k Keys) GrantedPrefix() string { return k.Tag + GrantedInfix }
+
+// ReadersOf is the readers key of the lock whose slot tag is tag: an RWMutex held by
+// readers alone has no lock key, and the CLI's list finds it by this key.
+func ReadersOf(tag string) string { return tag + readersSuffix }
 
 // For derives the keys of the lock called name under prefix.
 func For(prefix, name string) (Keys, error) {
@@ -30,8 +73,8 @@ func For(prefix, name string) (Keys, error) {
 	if err != nil {
 		return Keys{}, err
 	}
-	return Keys{Lock: lock, Fence: tag + ":fence", Channel: tag + ":released",
-		Turns: tag + ":turns", Asks: tag + ":asks", Tag: tag}, nil
+	return Keys{Lock: lock, Fence: tag + fenceSuffix, Channel: tag + channelSuffix,
+		Turns: tag + turnsSuffix, Asks: tag + asksSuffix, Tag: tag}, nil
 }
 
 // SlotTag returns a prefix that hashes to the same Redis Cluster slot as key: the key itself

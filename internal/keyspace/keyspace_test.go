@@ -197,19 +197,15 @@ func TestSlotTag(t *testing.T) {
 	}
 }
 
-// auxSuffixes are the companion keys and channels the lock kinds use.
-var auxSuffixes = []string{"fence", "released", "queue", "queue:deadlines", "readers", "writers", "permits",
-	"granted:0123456789abcdef0123456789abcdef", "}{odd}", ""}
 
 func checkSameSlot(t *testing.T, k Keys) {
 	t.Helper()
 	want := slot(k.Lock)
-	others := []string{k.Fence, k.Channel, k.Tag}
-	for _, suffix := range auxSuffixes {
-		others = append(others, k.Aux(suffix))
-	}
-	if k.Aux("fence") != k.Fence || k.Aux("released") != k.Channel {
-		t.Errorf("Aux does not derive Fence and Channel: %+v", k)
+	others := []string{k.Fence, k.Channel, k.Tag, k.Turns, k.Asks, k.Queue(), k.QueueDeadlines(),
+		k.Readers(), k.Writers(), k.Permits(), k.GrantedPrefix() + "0123456789abcdef0123456789abcdef",
+		k.Tag + ":}{odd}", ReadersOf(k.Tag)}
+	for _, suffix := range Companions() {
+		others = append(others, k.Tag+suffix)
 	}
 	for _, other := range others {
 		if got := slot(other); got != want {

@@ -35,6 +35,12 @@ var (
 	semaphoreAcquire string
 	//go:embed refusal.lua
 	refusal string // the prelude of every acquire script
+	//go:embed lock_read.lua
+	lockRead string // the prelude of inspect and force_unlock
+	//go:embed inspect.lua
+	inspect string
+	//go:embed force_unlock.lua
+	forceUnlock string
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
@@ -51,4 +57,6 @@ var (
 	MemberExtend     = redis.NewScript(memberExtend)
 	WaiterLeave      = redis.NewScript(waiterLeave)
 	SemaphoreAcquire = redis.NewScript(refusal + semaphoreAcquire)
+	Inspect          = redis.NewScript(lockRead + inspect)
+	ForceUnlock      = redis.NewScript(lockRead + forceUnlock)
 )

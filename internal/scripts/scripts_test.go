@@ -138,6 +138,7 @@ var sources = map[string]string{
 	"rw_read_acquire": rwReadAcquire, "rw_write_acquire": rwWriteAcquire,
 	"member_release": memberRelease, "member_extend": memberExtend,
 	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire, "refusal": refusal,
+	"lock_read": lockRead, "inspect": inspect, "force_unlock": forceUnlock,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -169,8 +170,11 @@ func TestHeaders(t *testing.T) {
 			t.Errorf("%s does not start with %q", f, "-- "+name+": ")
 		}
 		header := []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"}
-		if name == "refusal" {
-			header = []string{"-- refuse(left, holder) returns"} // a prelude: it documents its function
+		switch name { // the preludes document their functions
+		case "refusal":
+			header = []string{"-- refuse(left, holder) returns"}
+		case "lock_read":
+			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		}
 		for _, want := range header {
 			if !strings.Contains(src, want) {
@@ -700,8 +704,8 @@ const (
 // a queued waiter that is handed the lock inside the release, and a waiter that leaves.
 func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	keys := []string{k.Lock, k.Fence, k.Aux("queue"), k.Aux("queue:deadlines")}
-	granted := k.Aux("granted:")
+	keys := []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines()}
+	granted := k.GrantedPrefix()
 	run := func(s *redis.Script, args ...any) (int64, error) { return s.Run(ctx, rdb, keys, args...).Int64() }
 
 	got, err := run(FairAcquire, tokenA, ttlArg, waitArg, "0")
@@ -741,9 +745,9 @@ func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish stri
 // readers out, a writer that leaves lets them in again.
 func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	keys := []string{k.Lock, k.Fence, k.Aux("readers"), k.Aux("writers")}
-	readers := []string{k.Aux("readers"), k.Aux("readers")}
-	writers := []string{k.Aux("writers"), k.Aux("writers")}
+	keys := []string{k.Lock, k.Fence, k.Readers(), k.Writers()}
+	readers := []string{k.Readers(), k.Readers()}
+	writers := []string{k.Writers(), k.Writers()}
 	const r1, r2, w1, w2 = "reader1", "reader2", "writer1", "writer2"
 
 	got, err := RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, "").Int64()
@@ -789,8 +793,8 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 // a released holder's permits come back.
 func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	holders, permits := k.Lock, k.Aux("permits")
-	keys := []string{holders, k.Fence, permits, k.Aux("queue"), k.Aux("queue:deadlines")}
+	holders, permits := k.Lock, k.Permits()
+	keys := []string{holders, k.Fence, permits, k.Queue(), k.QueueDeadlines()}
 	members := []string{holders, permits}
 	acq := func(token string, n int, waiter string, try bool) (int64, error) {
 		return SemaphoreAcquire.Run(ctx, rdb, keys, token, ttlArg, 3, n, waiter, waitArg, map[bool]string{true: "1", false: "0"}[try], k.Channel, publish).Int64()
@@ -830,7 +834,7 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("try on a full semaphore: %d, %v", got, err)
 	}
-	got, err = WaiterLeave.Run(ctx, rdb, []string{k.Aux("queue:deadlines"), k.Aux("queue")}, "w4", k.Channel, publish).Int64()
+	got, err = WaiterLeave.Run(ctx, rdb, []string{k.QueueDeadlines(), k.Queue()}, "w4", k.Channel, publish).Int64()
 	must(t, got, err, 0) // a try never queued
 }
 
@@ -869,7 +873,7 @@ func TestSemaphoreManyExpired(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	k := keys(t, "big")
-	holders, permits := k.Lock, k.Aux("permits")
+	holders, permits := k.Lock, k.Permits()
 	const size = 10_000
 	pipe := rdb.Pipeline()
 	for i := range size {
@@ -880,7 +884,7 @@ func TestSemaphoreManyExpired(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{holders, k.Fence, permits, k.Aux("queue"), k.Aux("queue:deadlines")}
+	keys := []string{holders, k.Fence, permits, k.Queue(), k.QueueDeadlines()}
 	got, err := SemaphoreAcquire.Run(ctx, rdb, keys, "x", ttlArg, size, size, "w", waitArg, "0", k.Channel, "PUBLISH").Int64()
 	must(t, got, err, 1)
 	if n := rdb.HLen(ctx, permits).Val(); n != 1 {

@@ -1,0 +1,27 @@
+-- inspect: read one lock at one instant, whatever its kind, for Client.Inspect (and so for
+-- 'dlock status' and 'dlock list'). It writes nothing. lock_read.lua, its prelude, does
+-- the reading; Time is the server's (TIME), never the client's.
+--
+-- KEYS[1]..KEYS[8]  the lock's keys, as lock_read.lua lists them
+-- ARGV[1]  the most entries to read of each list and set (holders, readers, queues)
+--
+-- Reply: {now, kind, bad, badType, value, pttl, fence, holders, permits, readers,
+--         writers, queue, deadlines, turns}
+--   now        the server's time in ms
+--   kind       'mutex', 'fair' (a string lock key with a queue), 'rwmutex' (a readers or
+--              waiting writers set, with or without a write lock key), 'semaphore' (a sorted
+--              set lock key), '' when none of these is there
+--   bad        the index of the first key whose Redis type no dlock lock gives it, 0 when
+--              none; badType its type. Then nothing else is read.
+--   value      the string lock key's value (a holder's token, or "turn:<process id>" for a
+--              moment after a Mutex release), nil when there is none
+--   pttl       the string lock key's PTTL: -1 without expiry, -2 when there is none
+--   fence      the fencing counter as a string, nil when there is none
+--   holders    Semaphore: the live holders, flat: token, lease end (ms), ...
+--   permits    Semaphore: the permits of each of those holders, in their order
+--   readers    RWMutex: the live readers, flat: token, lease end (ms), ...
+--   writers    RWMutex: the live waiting writers, flat: id, entry deadline (ms), ...
+--   queue      FairMutex, Semaphore: the queue's entries, live or not, in order
+--   deadlines  the deadline of each queue entry (ms), 0 when it has none
+--   turns      Mutex: the ids of the processes whose turn comes, in order
+return lockReply(readLock(tonumber(ARGV[1])))
