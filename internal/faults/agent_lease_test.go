@@ -1,0 +1,209 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+)
+
+// holding is what the agent needs of a lease: *dlock.Lease, or the broken control
+// lease of the nonx mutation.
+type holding interface {
+	Token() uint64
+	ValidUntil() time.Time
+	Context() context.Context
+	Done() <-chan struct{}
+	Err() error
+	Extend(ctx context.Context, ttl time.Duration) error
+	Unlock(ctx context.Context) error
+}
+
+// held is a lease the agent took, under the parent's id.
+type held struct {
+	l        holding
+	name     string
+	unlockAt atomic.Int64 // when Unlock was called: the holder stops believing then
+}
+
+// opTimeout bounds the requests of one command that gives no bound of its own.
+const opTimeout = 10 * time.Second
+
+// lock takes a lease (Lock, or TryLock with cmd.Try, bounded by cmd.Wait) and reports it
+// with evAcquired, then its end with evEnded.
+func (a *agent) lock(cmd command) {
+	ctx, cancel := context.WithTimeout(context.Background(), orDefault(cmd.Wait, opTimeout))
+	defer cancel()
+	l, err := a.acquire(ctx, cmd)
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	h := &held{l: l, name: cmd.Name}
+	a.mu.Lock()
+	a.leases[cmd.ID] = h
+	a.mu.Unlock()
+	a.emit(event{Ev: evAcquired, ID: cmd.ID, Name: cmd.Name, Token: l.Token(), Valid: l.ValidUntil().UnixNano()})
+	go a.watch(cmd.ID, h)
+}
+
+// acquire takes a lease of the kind cmd names.
+func (a *agent) acquire(ctx context.Context, cmd command) (holding, error) {
+	opts := lockOptions(cmd)
+	var l *dlock.Lease
+	var err error
+	switch cmd.Kind {
+	case "", "mutex":
+		if a.cfg.Mutation == mutNoNX {
+			return a.controlLock(ctx, cmd.Name, orDefault(cmd.TTL, dlock.DefaultTTL))
+		}
+		m := a.client.Mutex(cmd.Name, opts...)
+		l, err = pick(cmd.Try, m.TryLock, m.Lock)(ctx)
+	case "fair":
+		m := a.client.FairMutex(cmd.Name, opts...)
+		l, err = pick(cmd.Try, m.TryLock, m.Lock)(ctx)
+	case "read":
+		rw := a.client.RWMutex(cmd.Name, opts...)
+		l, err = pick(cmd.Try, rw.TryRLock, rw.RLock)(ctx)
+	case "write":
+		rw := a.client.RWMutex(cmd.Name, opts...)
+		l, err = pick(cmd.Try, rw.TryLock, rw.Lock)(ctx)
+	case "sem":
+		s := a.client.Semaphore(cmd.Name, cmd.Size, opts...)
+		if cmd.Try {
+			l, err = s.TryAcquire(ctx, cmd.N)
+		} else {
+			l, err = s.Acquire(ctx, cmd.N)
+		}
+	default:
+		return nil, fmt.Errorf("unknown kind %q", cmd.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func pick[F any](try bool, tryFn, waitFn F) F {
+	if try {
+		return tryFn
+	}
+	return waitFn
+}
+
+// watch reports the end of a lease: when the holder stopped believing in it (Unlock
+// called, or the end seen) and its last ValidUntil.
+func (a *agent) watch(id string, h *held) {
+	<-h.l.Done()
+	at := time.Now().UnixNano()
+	if u := h.unlockAt.Load(); u != 0 && u < at {
+		at = u
+	}
+	how := endLost
+	if errors.Is(h.l.Err(), dlock.ErrReleased) {
+		how = endReleased
+	}
+	a.emit(event{Ev: evEnded, ID: id, Name: h.name, At: at, Valid: h.l.ValidUntil().UnixNano(), Err: how})
+}
+
+func (a *agent) lease(cmd command) (*held, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.leases[cmd.ID]
+	if !ok {
+		return nil, fmt.Errorf("no lease %q", cmd.ID)
+	}
+	return h, nil
+}
+
+// unlock unlocks a lease; the naive mutation deletes its key instead, as a library
+// without compare-and-delete would.
+func (a *agent) unlock(cmd command) {
+	h, err := a.lease(cmd)
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	h.unlockAt.Store(time.Now().UnixNano())
+	if a.cfg.Mutation == mutNaive {
+		err = a.onNodes(ctx, func(c *redis.Client) error { return c.Del(ctx, lockKey(h.name)).Err() })
+	} else {
+		err = h.l.Unlock(ctx)
+	}
+	a.report(cmd, err)
+}
+
+// extend extends a lease to cmd.TTL; the naive mutation sets the key's TTL instead.
+func (a *agent) extend(cmd command) {
+	h, err := a.lease(cmd)
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if a.cfg.Mutation == mutNaive {
+		err = a.onNodes(ctx, func(c *redis.Client) error { return c.PExpire(ctx, lockKey(h.name), cmd.TTL).Err() })
+	} else {
+		err = h.l.Extend(ctx, cmd.TTL)
+	}
+	a.report(cmd, err)
+}
+
+// report ends a command with evDone or evFailed.
+func (a *agent) report(cmd command, err error) {
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	a.emit(event{Ev: evDone, ID: cmd.ID, Op: cmd.Op})
+}
+
+// write makes one fenced write with the lease's token, without looking at the lease
+// first: the write of a holder that was paused between its check and its write.
+func (a *agent) write(cmd command) {
+	h, err := a.lease(cmd)
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	a.fencedWrite(cmd.ID, h)
+}
+
+// work writes every cmd.Every while the lease lasts, checking it before each write as
+// code under a lock must; the ignore-ctx mutation writes on for cmd.Wait regardless.
+func (a *agent) work(cmd command) {
+	h, err := a.lease(cmd)
+	if err != nil {
+		a.fail(cmd, err)
+		return
+	}
+	until := time.Now().Add(orDefault(cmd.Wait, opTimeout))
+	for time.Now().Before(until) {
+		if a.cfg.Mutation != mutIgnoreCtx && (h.l.Err() != nil || h.l.Context().Err() != nil) {
+			break
+		}
+		a.fencedWrite(cmd.ID, h)
+		time.Sleep(orDefault(cmd.Every, 10*time.Millisecond))
+	}
+	a.emit(event{Ev: evDone, ID: cmd.ID, Op: cmd.Op})
+}
+
+func (a *agent) fencedWrite(id string, h *held) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	at := time.Now().UnixNano()
+	ok, err := a.storeWrite(ctx, h.name, h.l.Token(), a.cfg.Name, at)
+	if err != nil {
+		a.emit(event{Ev: evFailed, ID: id, Op: "write", Err: err.Error()})
+		return
+	}
+	a.emit(event{Ev: evWrote, ID: id, Name: h.name, Token: h.l.Token(), At: at, OK: ok})
+}

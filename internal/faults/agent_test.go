@@ -1,0 +1,161 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+)
+
+// agent is the body of a holder process: a dlock Client on the lock deployment, a plain
+// client on the storage, and the leases it took, by the parent's ids.
+type agent struct {
+	cfg    agentConfig
+	client *dlock.Client
+	nodes  []*redis.Client
+	store  *redis.Client
+	start  time.Time
+
+	outMu sync.Mutex
+	out   *json.Encoder
+
+	mu     sync.Mutex
+	leases map[string]*held
+	closed bool // the Client was closed by a command
+
+	ops sync.WaitGroup
+}
+
+// agentMain runs an agent until the parent says exit (status 0) or goes away (1).
+func agentMain() int {
+	var cfg agentConfig
+	if err := json.Unmarshal([]byte(os.Getenv(agentEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "agent config:", err)
+		return 2
+	}
+	redis.SetLogger(quietLogger{}) // every fault makes go-redis log failed dials
+	a, err := newAgent(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		return 2
+	}
+	a.emit(event{Ev: evReady})
+	dec := json.NewDecoder(os.Stdin)
+	for {
+		var cmd command
+		if err := dec.Decode(&cmd); err != nil {
+			return 1 // the parent is gone
+		}
+		if cmd.Op == "exit" {
+			a.shutdown()
+			return 0
+		}
+		a.ops.Go(func() { a.do(cmd) })
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func newAgent(cfg agentConfig) (*agent, error) {
+	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}, start: time.Now()}
+	var rdbs []redis.UniversalClient
+	for _, addr := range cfg.Nodes {
+		c := redis.NewClient(clientOptions(addr))
+		a.nodes = append(a.nodes, c)
+		rdbs = append(rdbs, c)
+	}
+	a.store = redis.NewClient(clientOptions(cfg.Store))
+	if len(rdbs) == 1 {
+		a.client = dlock.New(rdbs[0])
+		return a, nil
+	}
+	var err error
+	a.client, err = dlock.NewQuorum(rdbs)
+	return a, err
+}
+
+// clientOptions are redistest's: 1s timeouts, the rest go-redis' defaults.
+func clientOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
+}
+
+// shutdown closes the Client (releasing what it holds) unless a command did, then the
+// Redis clients.
+func (a *agent) shutdown() {
+	a.mu.Lock()
+	closed := a.closed
+	a.closed = true
+	a.mu.Unlock()
+	if !closed {
+		_ = a.client.Close()
+	}
+	for _, n := range a.nodes {
+		_ = n.Close()
+	}
+	_ = a.store.Close()
+}
+
+// emit writes one event; At is stamped now unless set.
+func (a *agent) emit(e event) {
+	if e.At == 0 {
+		e.At = time.Now().UnixNano()
+	}
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	_ = a.out.Encode(e)
+}
+
+func (a *agent) fail(cmd command, err error) {
+	a.emit(event{Ev: evFailed, ID: cmd.ID, Op: cmd.Op, Name: cmd.Name, Err: err.Error()})
+}
+
+// agentOps are the commands; each runs on a goroutine of its own.
+var agentOps = map[string]func(a *agent, cmd command){
+	"lock":       (*agent).lock,
+	"unlock":     (*agent).unlock,
+	"extend":     (*agent).extend,
+	"write":      (*agent).write,
+	"work":       (*agent).work,
+	"contend":    (*agent).contend,
+	"extendrace": (*agent).extendRace,
+	"grab":       (*agent).grab,
+	"closeload":  (*agent).closeLoad,
+	"fuzz":       (*agent).fuzz,
+}
+
+func (a *agent) do(cmd command) {
+	op, ok := agentOps[cmd.Op]
+	if !ok {
+		a.fail(cmd, fmt.Errorf("unknown op %q", cmd.Op))
+		return
+	}
+	op(a, cmd)
+}
+
+// lockOptions turns a command into dlock's lock options.
+func lockOptions(cmd command) []dlock.LockOption {
+	var opts []dlock.LockOption
+	if cmd.TTL != 0 {
+		opts = append(opts, dlock.TTL(cmd.TTL))
+	}
+	if cmd.NoRenew {
+		opts = append(opts, dlock.NoRenew())
+	}
+	return opts
+}
+
+// orDefault returns d, or def if d is zero.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,66 @@
+package faults
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// deployment is a run's servers: the lock's nodes (one, or a quorum) and, apart, the
+// storage that the fencing tokens protect and where the counters live.
+type deployment struct {
+	nodes []*redistest.Server
+	store *redistest.Server
+	data  *redis.Client // on the storage
+}
+
+// deploy starts n lock servers with opts, and the storage.
+func deploy(r *run, n int, opts ...redistest.Option) *deployment {
+	r.t.Helper()
+	d := &deployment{nodes: redistest.StartNodes(r.t, n, opts...), store: redistest.Start(r.t)}
+	d.data = d.store.Client(r.t)
+	return d
+}
+
+// addrs returns the nodes' addresses.
+func (d *deployment) addrs() []string { return serverAddrs(d.nodes) }
+
+func serverAddrs(ss []*redistest.Server) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Addr
+	}
+	return out
+}
+
+// spawn starts an agent that locks through nodes (the nodes' or proxies' addresses).
+func (d *deployment) spawn(r *run, name string, nodes []string) *child {
+	r.t.Helper()
+	return spawn(r, agentConfig{Name: name, Nodes: nodes, Store: d.store.Addr})
+}
+
+// clients returns a plain client per node, closed by the run's cleanup.
+func (d *deployment) clients(r *run) []*redis.Client {
+	out := make([]*redis.Client, len(d.nodes))
+	for i, s := range d.nodes {
+		out[i] = s.Client(r.t)
+	}
+	return out
+}
+
+// proxies puts a proxy in front of every node.
+func (d *deployment) proxies(r *run) []*redistest.Proxy {
+	out := make([]*redistest.Proxy, len(d.nodes))
+	for i, s := range d.nodes {
+		out[i] = redistest.NewProxy(r.t, s.Addr)
+	}
+	return out
+}
+
+func proxyAddrs(ps []*redistest.Proxy) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Addr
+	}
+	return out
+}
