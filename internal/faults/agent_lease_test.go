@@ -49,7 +49,7 @@ func (a *agent) lock(cmd command) {
 	a.leases[cmd.ID] = h
 	a.mu.Unlock()
 	a.emit(event{Ev: evAcquired, ID: cmd.ID, Name: cmd.Name, Token: l.Token(), Valid: l.ValidUntil().UnixNano()})
-	go a.watch(cmd.ID, h)
+	a.watchers.Go(func() { a.watch(cmd.ID, h) })
 }
 
 // acquire takes a lease of the kind cmd names.

@@ -29,7 +29,8 @@ type agent struct {
 	leases map[string]*held
 	closed bool // the Client was closed by a command
 
-	ops sync.WaitGroup
+	ops      sync.WaitGroup
+	watchers sync.WaitGroup // one per lease: they report its end
 }
 
 // agentMain runs an agent until the parent says exit (status 0) or goes away (1).
@@ -97,10 +98,24 @@ func (a *agent) shutdown() {
 	if !closed {
 		_ = a.client.Close()
 	}
+	a.waitWatchers(2 * time.Second) // Close ended every lease: let their ends be reported
 	for _, n := range a.nodes {
 		_ = n.Close()
 	}
 	_ = a.store.Close()
+}
+
+// waitWatchers waits up to d for the goroutines that report the ends of leases.
+func (a *agent) waitWatchers(d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		a.watchers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // emit writes one event; At is stamped now unless set.

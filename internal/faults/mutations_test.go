@@ -8,7 +8,7 @@ const (
 	mutNoFence    = "nofence"     // the storage accepts every token
 	mutIgnoreCtx  = "ignore-ctx"  // the worker writes on without looking at its lease
 	mutNoAOF      = "no-aof"      // servers run without persistence and come back empty at once
-	mutPoll       = "poll"        // waiters poll with TryLock once a second instead of waiting
+	mutPoll       = "poll"        // waiters poll with TryLock every two TTLs instead of waiting
 	mutNaive      = "naive"       // Unlock is a plain DEL, Extend a plain PEXPIRE
 	mutNoReload   = "no-reload"   // after warm-up, the server refuses EVAL and SCRIPT LOAD
 	mutNoClose    = "no-close"    // the agent never calls Client.Close
@@ -33,8 +33,8 @@ var mutations = []mutationCase{
 	{mutIgnoreCtx, "delayed-replies", "the worker's discipline: it writes on without looking at its lease"},
 	{mutNoAOF, "tokens-restarts", "durable fencing counters: the server runs without AOF"},
 	{mutNoAOF, "restart-aof", "persistence: the node runs without AOF and comes back empty at once"},
-	{mutPoll, "volatile-keys", "waiting: the waiter polls with TryLock once a second"},
-	{mutPoll, "blackhole-1", "waiting under contention: waiters poll with TryLock once a second"},
+	{mutPoll, "volatile-keys", "waiting: the waiter polls with TryLock every two TTLs"},
+	{mutPoll, "script-flush", "waiting under contention: waiters poll with TryLock every two TTLs"},
 	{mutNaive, "stale-release", "ownership: Unlock is a plain DEL, Extend a plain PEXPIRE"},
 	{mutNoReload, "script-flush", "script reloading: the server refuses EVAL and SCRIPT LOAD after warm-up"},
 	{mutNoClose, "close-load", "Close: the agent never calls it"},

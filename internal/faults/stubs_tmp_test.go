@@ -2,7 +2,6 @@ package faults
 
 import "errors"
 
-func (a *agent) contend(cmd command)    { a.fail(cmd, errors.New("todo")) }
 func (a *agent) extendRace(cmd command) { a.fail(cmd, errors.New("todo")) }
 func (a *agent) grab(cmd command)       { a.fail(cmd, errors.New("todo")) }
 func (a *agent) closeLoad(cmd command)  { a.fail(cmd, errors.New("todo")) }
