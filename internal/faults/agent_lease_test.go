@@ -44,12 +44,39 @@ func (a *agent) lock(cmd command) {
 		a.fail(cmd, err)
 		return
 	}
+	a.adopt(cmd, l)
+}
+
+// adopt records a lease under cmd.ID, reports it and watches for its end.
+func (a *agent) adopt(cmd command, l holding) {
 	h := &held{l: l, name: cmd.Name}
 	a.mu.Lock()
 	a.leases[cmd.ID] = h
 	a.mu.Unlock()
 	a.emit(event{Ev: evAcquired, ID: cmd.ID, Name: cmd.Name, Token: l.Token(), Valid: l.ValidUntil().UnixNano()})
 	a.watchers.Go(func() { a.watch(cmd.ID, h) })
+}
+
+// grab tries the lock (one attempt at a time, whatever the attempts say) every cmd.Every
+// until it has it or cmd.Wait has passed: a client that pounces the moment the lock looks
+// free, rather than waiting to be woken.
+func (a *agent) grab(cmd command) {
+	until := time.Now().Add(cmd.Wait)
+	try := cmd
+	try.Try = true
+	var err error
+	for time.Now().Before(until) {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		var l holding
+		l, err = a.acquire(ctx, try)
+		cancel()
+		if err == nil {
+			a.adopt(cmd, l)
+			return
+		}
+		time.Sleep(orDefault(cmd.Every, 10*time.Millisecond))
+	}
+	a.fail(cmd, err)
 }
 
 // acquire takes a lease of the kind cmd names.

@@ -1,6 +1,9 @@
 package faults
 
 import (
+	"context"
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock/internal/redistest"
@@ -63,4 +66,24 @@ func proxyAddrs(ps []*redistest.Proxy) []string {
 		out[i] = p.Addr
 	}
 	return out
+}
+
+// lockOnTwo has agent a take the lock name (TTL ttl) while its link to the third of three
+// nodes is cut, so that only nodes 1 and 2 hold a's key. The link stays cut until a's
+// call to node 3, queued while the link was down, has passed its deadline (the per-node
+// timeout, TTL/10): a call that is merely late may still land. It reports the lease, or
+// false (with a violation of no-errors) if a could not take it.
+func lockOnTwo(r *run, d *deployment, ps []*redistest.Proxy, a *child, name string, ttl time.Duration) (event, bool) {
+	ps[2].Cut(r.t)
+	a.send(command{Op: "lock", ID: "a", Name: name, TTL: ttl})
+	e, ok := a.expectEv(evAcquired, "a", chkNoErrors)
+	r.sleep(ttl / 8)
+	ps[2].Restore(r.t)
+	if !ok {
+		return e, false
+	}
+	if n, err := d.nodes[2].Client(r.t).Exists(context.Background(), lockKey(name)).Result(); err != nil || n != 0 {
+		r.fatalf("setup: node 3 has the lock key after all (%d, %v)", n, err)
+	}
+	return e, true
 }

@@ -11,9 +11,9 @@ var limitations = []Limitation{
 		Scenarios: []string{"restart-aof", "restart-late", "tokens-restarts"},
 	},
 	{
-		Title: "Delayed restarts",
-		Risk: "Without persistence, a node that rejoins at once can grant a lock a majority still holds.",
-		Do:   "start a crashed node again only after the longest TTL in use has passed since it went down.",
+		Title:     "Delayed restarts",
+		Risk:      "Without persistence, a node that rejoins at once can grant a lock a majority still holds.",
+		Do:        "start a crashed node again only after the longest TTL in use has passed since it went down.",
 		Scenarios: []string{"restart-late"},
 	},
 	{

@@ -26,4 +26,3 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
-

@@ -31,7 +31,9 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
 return 1`)
 
-func storeKeys(name string) []string { return []string{"store:" + name + ":top", "store:" + name + ":log"} }
+func storeKeys(name string) []string {
+	return []string{"store:" + name + ":top", "store:" + name + ":log"}
+}
 
 // storeWrite writes on behalf of writer holding token; it reports whether it was accepted.
 func (a *agent) storeWrite(ctx context.Context, name string, token uint64, writer string, at int64) (bool, error) {
