@@ -29,6 +29,15 @@ type held struct {
 	l        holding
 	name     string
 	unlockAt atomic.Int64 // when Unlock was called: the holder stops believing then
+	endSeen  atomic.Int64 // when the holder's own code first saw the lease ended, if before its watcher
+}
+
+// seen records that the holder's code saw at t that the lease had ended, if it had: its
+// watcher may be scheduled later than that.
+func (h *held) seen(t time.Time) {
+	if h.l.Err() != nil {
+		h.endSeen.CompareAndSwap(0, t.UnixNano())
+	}
 }
 
 // opTimeout bounds the requests of one command that gives no bound of its own.
@@ -48,17 +57,31 @@ func (a *agent) lock(cmd command) {
 }
 
 // adopt records a lease under cmd.ID, reports it and watches for its end.
-func (a *agent) adopt(cmd command, l holding) {
+func (a *agent) adopt(cmd command, l holding) *held {
 	h := &held{l: l, name: cmd.Name}
 	a.mu.Lock()
 	a.leases[cmd.ID] = h
 	a.mu.Unlock()
 	a.emit(event{Ev: evAcquired, ID: cmd.ID, Name: cmd.Name, Token: l.Token(), Valid: l.ValidUntil().UnixNano()})
 	a.watchers.Go(func() { a.watch(cmd.ID, h) })
+	return h
+}
+
+// releaseAfter unlocks l after cmd.Short, if cmd.Short is set.
+func (a *agent) releaseAfter(cmd command, l holding) {
+	if cmd.Short == 0 {
+		return
+	}
+	time.Sleep(cmd.Short)
+	a.mu.Lock()
+	h := a.leases[cmd.ID]
+	a.mu.Unlock()
+	h.unlockAt.Store(time.Now().UnixNano())
+	_ = l.Unlock(context.Background())
 }
 
 // grab tries the lock (one attempt at a time, whatever the attempts say) every cmd.Every
-// until it has it or cmd.Wait has passed: a client that pounces the moment the lock looks
+// until it has it or cmd.Wait has passed, and holds it for cmd.Short if set: a client that pounces the moment the lock looks
 // free, rather than waiting to be woken.
 func (a *agent) grab(cmd command) {
 	until := time.Now().Add(cmd.Wait)
@@ -72,6 +95,7 @@ func (a *agent) grab(cmd command) {
 		cancel()
 		if err == nil {
 			a.adopt(cmd, l)
+			a.releaseAfter(cmd, l)
 			return
 		}
 		time.Sleep(orDefault(cmd.Every, 10*time.Millisecond))
@@ -86,8 +110,11 @@ func (a *agent) acquire(ctx context.Context, cmd command) (holding, error) {
 	var err error
 	switch cmd.Kind {
 	case "", "mutex":
-		if a.cfg.Mutation == mutNoNX {
+		switch {
+		case a.cfg.Mutation == mutNoNX:
 			return a.controlLock(ctx, cmd.Name, orDefault(cmd.TTL, dlock.DefaultTTL))
+		case a.cfg.Mutation == mutPoll && !cmd.Try:
+			return a.pollLock(ctx, cmd)
 		}
 		m := a.client.Mutex(cmd.Name, opts...)
 		l, err = pick(cmd.Try, m.TryLock, m.Lock)(ctx)
@@ -128,8 +155,10 @@ func pick[F any](try bool, tryFn, waitFn F) F {
 func (a *agent) watch(id string, h *held) {
 	<-h.l.Done()
 	at := time.Now().UnixNano()
-	if u := h.unlockAt.Load(); u != 0 && u < at {
-		at = u
+	for _, t := range []int64{h.unlockAt.Load(), h.endSeen.Load()} {
+		if t != 0 && t < at {
+			at = t
+		}
 	}
 	how := endLost
 	if errors.Is(h.l.Err(), dlock.ErrReleased) {

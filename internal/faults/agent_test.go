@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -67,20 +68,29 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func newAgent(cfg agentConfig) (*agent, error) {
 	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}, start: time.Now()}
-	var rdbs []redis.UniversalClient
 	for _, addr := range cfg.Nodes {
-		c := redis.NewClient(clientOptions(addr))
-		a.nodes = append(a.nodes, c)
-		rdbs = append(rdbs, c)
+		opts := clientOptions(addr)
+		if cfg.OnConnect {
+			opts.OnConnect = func(context.Context, *redis.Conn) error { return nil }
+		}
+		a.nodes = append(a.nodes, redis.NewClient(opts))
 	}
 	a.store = redis.NewClient(clientOptions(cfg.Store))
-	if len(rdbs) == 1 {
-		a.client = dlock.New(rdbs[0])
-		return a, nil
-	}
 	var err error
-	a.client, err = dlock.NewQuorum(rdbs)
+	a.client, err = a.newClient()
 	return a, err
+}
+
+// newClient returns a dlock Client on the agent's nodes: New for one, NewQuorum for more.
+func (a *agent) newClient() (*dlock.Client, error) {
+	if len(a.nodes) == 1 {
+		return dlock.New(a.nodes[0]), nil
+	}
+	rdbs := make([]redis.UniversalClient, len(a.nodes))
+	for i, n := range a.nodes {
+		rdbs[i] = n
+	}
+	return dlock.NewQuorum(rdbs)
 }
 
 // clientOptions are redistest's: 1s timeouts, the rest go-redis' defaults.
@@ -129,7 +139,25 @@ func (a *agent) emit(e event) {
 }
 
 func (a *agent) fail(cmd command, err error) {
-	a.emit(event{Ev: evFailed, ID: cmd.ID, Op: cmd.Op, Name: cmd.Name, Err: err.Error()})
+	a.emit(event{Ev: evFailed, ID: cmd.ID, Op: cmd.Op, Name: cmd.Name, Err: err.Error(), Kind: kindOf(err)})
+}
+
+// kindOf names the dlock error that err wraps, for the parent, which sees only text.
+func kindOf(err error) string {
+	for _, k := range []struct {
+		err  error
+		kind string
+	}{
+		{dlock.ErrNotHeld, "not-held"},
+		{dlock.ErrNotAcquired, "not-acquired"},
+		{dlock.ErrClosed, "closed"},
+		{context.DeadlineExceeded, "deadline"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return ""
 }
 
 // agentOps are the commands; each runs on a goroutine of its own.

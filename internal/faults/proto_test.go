@@ -14,6 +14,9 @@ type agentConfig struct {
 	Nodes    []string `json:"nodes"`              // the lock deployment: one address is New, more are NewQuorum
 	Store    string   `json:"store"`              // the fenced storage and the counters
 	Mutation string   `json:"mutation,omitempty"` // the property this agent breaks on purpose
+	// OnConnect gives the nodes' clients an OnConnect hook, which makes dlock send its
+	// scripts through go-redis pipelines rather than its own connection.
+	OnConnect bool `json:"onconnect,omitempty"`
 }
 
 // command is one instruction to an agent. Which fields matter depends on Op.
@@ -48,6 +51,7 @@ type event struct {
 	End   int64  `json:"end,omitempty"`   // contention: when the hold ended
 	OK    bool   `json:"ok,omitempty"`
 	Err   string `json:"err,omitempty"`
+	Kind  string `json:"kind,omitempty"` // evFailed: which dlock error it wraps (kindOf)
 	N     int64  `json:"n,omitempty"`
 	M     int64  `json:"m,omitempty"`
 	Dur   int64  `json:"dur,omitempty"` // nanoseconds
