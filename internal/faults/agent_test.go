@@ -186,7 +186,7 @@ func (a *agent) do(cmd command) {
 // lockOptions turns a command into dlock's lock options.
 func lockOptions(cmd command) []dlock.LockOption {
 	var opts []dlock.LockOption
-	if cmd.TTL != 0 {
+	if cmd.TTL != 0 || cmd.ZeroTTL {
 		opts = append(opts, dlock.TTL(cmd.TTL))
 	}
 	if cmd.NoRenew {

@@ -27,6 +27,7 @@ type command struct {
 	Name    string        `json:"name,omitempty"`
 	Names   []string      `json:"names,omitempty"`
 	TTL     time.Duration `json:"ttl,omitempty"`
+	ZeroTTL bool          `json:"zerottl,omitempty"` // pass TTL(0) rather than no TTL option
 	NoRenew bool          `json:"norenew,omitempty"`
 	Try     bool          `json:"try,omitempty"`  // TryLock rather than Lock
 	Wait    time.Duration `json:"wait,omitempty"` // bound of a Lock, or the duration of a loop

@@ -65,7 +65,6 @@ func (ct contention) check(r *run, d *deployment, ivs []interval, holds int64) {
 	r.expect(counter == holds, chkCounter, "the counter says %d, but there were %d holds: updates were lost", counter, holds)
 	checkExclusive(r, ivs)
 	checkTokens(r, ivs)
-	debugGaps(r, ivs)
 	gap, at := maxFree(ivs)
 	r.value(ms(gap))
 	r.expect(gap <= ct.freeBound, chkFreeTime, "the lock was free for %v ms from %s while %d goroutines waited (bound %v)",

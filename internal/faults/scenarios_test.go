@@ -143,4 +143,22 @@ var scenarios = []scenario{
 		figure: figure{"%.0f leases believed in a key Redis had dropped", worstMax},
 		run:    extendRace,
 	},
+	{
+		name:    "close-load",
+		fault:   "C takes and releases 2 Mutexes, a FairMutex, an RWMutex (read) and a Semaphore from 3 goroutines each (TTL 10s) and closes its Client under that load; B waits for each lock (write lock, every permit)",
+		asserts: "Close returns within 1s, ends every lease and goroutine, refuses later calls with ErrClosed; B gets every lock within 500ms of Close",
+		checks:  []string{chkClose},
+		runs:    2, limit: time.Minute,
+		figure: figure{"Close took %.0f ms under load (longest)", worstMax},
+		run:    closeUnderLoad,
+	},
+	{
+		name:    "bad-input",
+		fault:   "300 random calls: empty names, TTLs below 10ms, Semaphore sizes and counts below 1, odd names (braces, NUL bytes, 10 KB), extreme TTLs, and calls on 6 planted keys of the wrong type (hash, list, set, string where dlock keeps its state)",
+		asserts: "invalid arguments get an error at once (50ms) and write nothing; odd names work; wrong-type keys give an error at once (1s) and are left exactly as they were (DUMP, TTL); no panic",
+		checks:  []string{chkBadInput, chkUntouched},
+		runs:    1, limit: time.Minute,
+		figure: figure{"%.0f of 300 calls got what they must (least)", worstMin},
+		run:    badInput,
+	},
 }
