@@ -27,6 +27,9 @@ func (a *agent) contend(cmd command) {
 		wg.Go(func() {
 			for time.Now().Before(until) {
 				h, held, err := a.holdOnce(cmd, until)
+				if a.cfg.Mutation == mutPoll {
+					time.Sleep(min(2*cmd.TTL, time.Until(until))) // a poller comes back on its schedule, not when woken
+				}
 				mu.Lock()
 				if held {
 					holds = append(holds, h)

@@ -132,7 +132,7 @@ func overlaps(ivs []interval, limit int) [][2]interval {
 // checkExclusive reports every overlap among the holds of one lock.
 func checkExclusive(r *run, ivs []interval) {
 	for _, p := range overlaps(ivs, 5) {
-		r.violate(chkExclusive, "two holders at once for %v ms: %v and %v", ms(p[0].to-p[1].from), p[0], p[1])
+		r.violate(chkExclusive, "two holders at once for %.1f ms: %v and %v", ms(p[0].to-p[1].from), p[0], p[1])
 	}
 }
 
@@ -165,7 +165,7 @@ const lossSlack = 50 * time.Millisecond
 func checkLossOnTime(r *run, ivs []interval) {
 	for _, iv := range ivs {
 		if iv.how == endLost && iv.endAt > iv.valid+int64(lossSlack) {
-			r.violate(chkLossOnTime, "%v: lease ended at %s, %v ms after its ValidUntil %s", iv, clock(iv.endAt), ms(iv.endAt-iv.valid), clock(iv.valid))
+			r.violate(chkLossOnTime, "%v: lease ended at %s, %.1f ms after its ValidUntil %s", iv, clock(iv.endAt), ms(iv.endAt-iv.valid), clock(iv.valid))
 		}
 		if iv.how == "" {
 			r.violate(chkLossOnTime, "%v: the lease never ended", iv)

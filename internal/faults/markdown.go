@@ -92,8 +92,8 @@ func (r *Report) writeChecks(b *strings.Builder) {
 	for _, c := range r.Checks {
 		var by []string
 		for _, m := range r.Mutations {
-			if slices.Contains(m.CaughtBy, c.Name) {
-				by = append(by, "`"+m.Name+"`")
+			if name := "`" + m.Name + "`"; slices.Contains(m.CaughtBy, c.Name) && !slices.Contains(by, name) {
+				by = append(by, name)
 			}
 		}
 		caught := "yes"

@@ -34,7 +34,7 @@ var mutations = []mutationCase{
 	{mutNoAOF, "tokens-restarts", "durable fencing counters: the server runs without AOF"},
 	{mutNoAOF, "restart-aof", "persistence: the node runs without AOF and comes back empty at once"},
 	{mutPoll, "volatile-keys", "waiting: the waiter polls with TryLock every two TTLs"},
-	{mutPoll, "script-flush", "waiting under contention: waiters poll with TryLock every two TTLs"},
+	{mutPoll, "script-flush", "waiting under contention: each goroutine tries the lock once every two TTLs, got or not"},
 	{mutNaive, "stale-release", "ownership: Unlock is a plain DEL, Extend a plain PEXPIRE"},
 	{mutNoReload, "script-flush", "script reloading: the server refuses EVAL and SCRIPT LOAD after warm-up"},
 	{mutNoClose, "close-load", "Close: the agent never calls it"},

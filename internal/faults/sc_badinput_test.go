@@ -83,9 +83,9 @@ func judgeBad(r *run, a *child) int {
 		case e.OK:
 			good++
 		case e.Name == badWrongType:
-			r.violate(chkUntouched, "%s on a key of the wrong type: %q after %v ms (an error within %v expected)", e.Op, e.Err, ms(e.Dur), wrongTypeBound)
+			r.violate(chkUntouched, "%s on a key of the wrong type: %q after %.1f ms (an error within %v expected)", e.Op, e.Err, ms(e.Dur), wrongTypeBound)
 		default:
-			r.violate(chkBadInput, "%s (%s): %q after %v ms", e.Op, e.Name, e.Err, ms(e.Dur))
+			r.violate(chkBadInput, "%s (%s): %q after %.1f ms", e.Op, e.Name, e.Err, ms(e.Dur))
 		}
 	}
 	return good

@@ -67,7 +67,7 @@ func (ct contention) check(r *run, d *deployment, ivs []interval, holds int64) {
 	checkTokens(r, ivs)
 	gap, at := maxFree(ivs)
 	r.value(ms(gap))
-	r.expect(gap <= ct.freeBound, chkFreeTime, "the lock was free for %v ms from %s while %d goroutines waited (bound %v)",
+	r.expect(gap <= ct.freeBound, chkFreeTime, "the lock was free for %.1f ms from %s while %d goroutines waited (bound %v)",
 		ms(gap), clock(at), ct.procs*ct.goroutines, ct.freeBound)
 	r.note("%d holds in %v", holds, ct.dur)
 }

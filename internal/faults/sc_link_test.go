@@ -86,5 +86,5 @@ func checkWritesValid(r *run, c *child, ivs []interval) {
 			worst = max(worst, e.At-end[e.ID])
 		}
 	}
-	r.expect(late == 0, chkWritesValid, "%s wrote %d times after its lease's end, up to %v ms after", c.name, late, ms(worst))
+	r.expect(late == 0, chkWritesValid, "%s wrote %d times after its lease's end, up to %.1f ms after", c.name, late, ms(worst))
 }

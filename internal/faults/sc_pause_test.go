@@ -46,7 +46,7 @@ func pauseHolder(nodes int) func(r *run) {
 		case !seen:
 			r.violate(chkLossOnTime, "A, resumed after its deadline, did not see its lease end within 2s")
 		case end.Err != endLost || end.At-resumedAt.UnixNano() > int64(resumeSlack):
-			r.violate(chkLossOnTime, "A, resumed after its deadline, saw its lease end %v ms later, %s", ms(end.At-resumedAt.UnixNano()), end.Err)
+			r.violate(chkLossOnTime, "A, resumed after its deadline, saw its lease end %.1f ms later, %s", ms(end.At-resumedAt.UnixNano()), end.Err)
 		}
 		if ok {
 			b.send(command{Op: "unlock", ID: "b"})

@@ -40,7 +40,7 @@ func holderKilled(r *run) {
 	if eb, ok := b.expectEv(evAcquired, "b", chkTakeover); ok {
 		late := time.Duration(eb.At - expiry)
 		r.value(ms(late))
-		r.expect(late <= takeoverBound, chkTakeover, "B took the lock %v after A's key expired (bound %v)", late, takeoverBound)
+		r.expect(late <= takeoverBound, chkTakeover, "B took the lock %.1f ms after A's key expired (bound %v)", ms(late), takeoverBound)
 	}
 	b.finish()
 	checkExclusive(r, intervals(a, b))
