@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -36,7 +37,7 @@ func (a *agent) contend(cmd command) {
 				}
 				if err != nil {
 					fails++
-					firstErr = cmp(firstErr, err.Error())
+					firstErr = cmp.Or(firstErr, err.Error())
 				}
 				mu.Unlock()
 			}
@@ -47,14 +48,6 @@ func (a *agent) contend(cmd command) {
 		a.emit(h)
 	}
 	a.emit(event{Ev: evDone, ID: cmd.ID, Op: cmd.Op, N: int64(len(holds)), M: fails, Err: firstErr})
-}
-
-// cmp returns old if set, else s: the first of a series.
-func cmp(old, s string) string {
-	if old != "" {
-		return old
-	}
-	return s
 }
 
 // holdOnce takes the lock, does the checked increment under it and unlocks; it reports

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -129,7 +130,7 @@ func (a *agent) invalidCall(rng *rand.Rand, i int) badCall {
 		cmd.Kind, cmd.N = "sem", badSizes[rng.IntN(len(badSizes))]
 	}
 	if a.cfg.Mutation == mutAcceptBad {
-		cmd.Name = cmp(cmd.Name, "accepted")
+		cmd.Name = cmp.Or(cmd.Name, "accepted")
 		cmd.TTL, cmd.Size, cmd.N = max(cmd.TTL, dlock.MinTTL), max(cmd.Size, 1), max(cmd.N, 1)
 		cmd.ZeroTTL = false
 	}

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ const opTimeout = 10 * time.Second
 // lock takes a lease (Lock, or TryLock with cmd.Try, bounded by cmd.Wait) and reports it
 // with evAcquired, then its end with evEnded.
 func (a *agent) lock(cmd command) {
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(cmd.Wait, opTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cmd.Wait, opTimeout))
 	defer cancel()
 	l, err := a.acquire(ctx, cmd)
 	if err != nil {
@@ -98,7 +99,7 @@ func (a *agent) grab(cmd command) {
 			a.releaseAfter(cmd, l)
 			return
 		}
-		time.Sleep(orDefault(cmd.Every, 10*time.Millisecond))
+		time.Sleep(cmp.Or(cmd.Every, 10*time.Millisecond))
 	}
 	a.fail(cmd, err)
 }
@@ -112,7 +113,7 @@ func (a *agent) acquire(ctx context.Context, cmd command) (holding, error) {
 	case "", "mutex":
 		switch {
 		case a.cfg.Mutation == mutNoNX:
-			return a.controlLock(ctx, cmd.Name, orDefault(cmd.TTL, dlock.DefaultTTL))
+			return a.controlLock(ctx, cmd.Name, cmp.Or(cmd.TTL, dlock.DefaultTTL))
 		case a.cfg.Mutation == mutPoll && !cmd.Try:
 			return a.pollLock(ctx, cmd)
 		}
@@ -177,40 +178,37 @@ func (a *agent) lease(cmd command) (*held, error) {
 	return h, nil
 }
 
-// unlock unlocks a lease; the naive mutation deletes its key instead, as a library
-// without compare-and-delete would.
-func (a *agent) unlock(cmd command) {
+// onLease runs f on the lease cmd.ID, bounded by opTimeout, and reports the outcome.
+func (a *agent) onLease(cmd command, f func(ctx context.Context, h *held) error) {
 	h, err := a.lease(cmd)
-	if err != nil {
-		a.fail(cmd, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	h.unlockAt.Store(time.Now().UnixNano())
-	if a.cfg.Mutation == mutNaive {
-		err = a.onNodes(ctx, func(c *redis.Client) error { return c.Del(ctx, lockKey(h.name)).Err() })
-	} else {
-		err = h.l.Unlock(ctx)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		err = f(ctx, h)
 	}
 	a.report(cmd, err)
 }
 
+// unlock unlocks a lease; the naive mutation deletes its key instead, as a library
+// without compare-and-delete would.
+func (a *agent) unlock(cmd command) {
+	a.onLease(cmd, func(ctx context.Context, h *held) error {
+		h.unlockAt.Store(time.Now().UnixNano())
+		if a.cfg.Mutation == mutNaive {
+			return a.onNodes(ctx, func(c *redis.Client) error { return c.Del(ctx, lockKey(h.name)).Err() })
+		}
+		return h.l.Unlock(ctx)
+	})
+}
+
 // extend extends a lease to cmd.TTL; the naive mutation sets the key's TTL instead.
 func (a *agent) extend(cmd command) {
-	h, err := a.lease(cmd)
-	if err != nil {
-		a.fail(cmd, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if a.cfg.Mutation == mutNaive {
-		err = a.onNodes(ctx, func(c *redis.Client) error { return c.PExpire(ctx, lockKey(h.name), cmd.TTL).Err() })
-	} else {
-		err = h.l.Extend(ctx, cmd.TTL)
-	}
-	a.report(cmd, err)
+	a.onLease(cmd, func(ctx context.Context, h *held) error {
+		if a.cfg.Mutation == mutNaive {
+			return a.onNodes(ctx, func(c *redis.Client) error { return c.PExpire(ctx, lockKey(h.name), cmd.TTL).Err() })
+		}
+		return h.l.Extend(ctx, cmd.TTL)
+	})
 }
 
 // report ends a command with evDone or evFailed.
@@ -241,13 +239,13 @@ func (a *agent) work(cmd command) {
 		a.fail(cmd, err)
 		return
 	}
-	until := time.Now().Add(orDefault(cmd.Wait, opTimeout))
+	until := time.Now().Add(cmp.Or(cmd.Wait, opTimeout))
 	for time.Now().Before(until) {
 		if a.cfg.Mutation != mutIgnoreCtx && (h.l.Err() != nil || h.l.Context().Err() != nil) {
 			break
 		}
 		a.fencedWrite(cmd.ID, h)
-		time.Sleep(orDefault(cmd.Every, 10*time.Millisecond))
+		time.Sleep(cmp.Or(cmd.Every, 10*time.Millisecond))
 	}
 	a.emit(event{Ev: evDone, ID: cmd.ID, Op: cmd.Op})
 }

@@ -194,11 +194,3 @@ func lockOptions(cmd command) []dlock.LockOption {
 	}
 	return opts
 }
-
-// orDefault returns d, or def if d is zero.
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}

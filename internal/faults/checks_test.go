@@ -102,9 +102,18 @@ func intervals(children ...*child) []interval {
 
 // byName returns the intervals of one lock.
 func byName(ivs []interval, name string) []interval {
+	return filter(ivs, func(iv interval) bool { return iv.name == name })
+}
+
+// byProc returns the intervals of one agent.
+func byProc(ivs []interval, proc string) []interval {
+	return filter(ivs, func(iv interval) bool { return iv.proc == proc })
+}
+
+func filter(ivs []interval, keep func(interval) bool) []interval {
 	var out []interval
 	for _, iv := range ivs {
-		if iv.name == name {
+		if keep(iv) {
 			out = append(out, iv)
 		}
 	}

@@ -61,17 +61,6 @@ func lateLock(r *run, a *child) {
 func delayReplies(r *run, p *redistest.Proxy) { p.SetLatency(r.t, 2*linkTTL) }
 func cutLink(r *run, p *redistest.Proxy)      { p.Cut(r.t) }
 
-// byProc returns the intervals of one agent.
-func byProc(ivs []interval, proc string) []interval {
-	var out []interval
-	for _, iv := range ivs {
-		if iv.proc == proc {
-			out = append(out, iv)
-		}
-	}
-	return out
-}
-
 // checkWritesValid reports writes that c's workers made after they stopped believing in
 // their lease (at its ValidUntil at the latest), plus 1ms for the clock readings.
 func checkWritesValid(r *run, c *child, ivs []interval) {

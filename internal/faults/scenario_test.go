@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -16,7 +17,7 @@ type scenario struct {
 	asserts string   // what must hold
 	checks  []string // the checks it reports violations of
 	runs    int
-	limit   time.Duration // per run: a run still going then has hung
+	limit   time.Duration // per run, a minute if zero: a run still going then has hung
 	figure  figure
 	run     func(r *run)
 }
@@ -127,7 +128,7 @@ func runScenario(t *testing.T, sc scenario, n int, mutation string) outcome {
 	for i := range n {
 		r := &run{mutation: mutation}
 		ok := t.Run(fmt.Sprintf("run%d", i+1), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), sc.limit)
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(sc.limit, time.Minute))
 			defer cancel()
 			r.t, r.ctx, r.start = t, ctx, time.Now()
 			sc.run(r)
