@@ -21,11 +21,11 @@ const (
 )
 
 // closeLoad runs cmd.N goroutines per lock of cmd.Names ("kind:name"), each taking its
-// lock, holding it 2ms and releasing it, again and again; after cmd.Wait the load stops,
+// lock, holding it 2ms and releasing it, again and again. After cmd.Wait the load stops,
 // leaving the leases it holds (evStopped), and cmd.Every later the agent closes the
-// Client, with calls still in flight (the no-close mutation does not). Then it reports, in evDone:
-// Dur, how long Close took; N, the leases that had not ended after Close; M, the load
-// goroutines that had not returned 2s later; Err, the first error other than the ones
+// Client, with calls still in flight (the no-close mutation does not). It reports, in
+// evDone: Dur, how long Close took; N, the leases that had not ended after Close; M, 1 if
+// load goroutines had not returned 2s later; Err, the first error other than the ones
 // Close causes. Goroutines left after Close are reported as evLeak.
 func (a *agent) closeLoad(cmd command) {
 	before := goleak.IgnoreCurrent()
@@ -40,22 +40,25 @@ func (a *agent) closeLoad(cmd command) {
 	close(l.stop) // the load stops as a program that shuts down does: it leaves its leases to Close
 	a.emit(event{Ev: evStopped, ID: cmd.ID})
 	time.Sleep(cmd.Every) // while another process starts waiting for them
-	start := time.Now()
+	done := event{Ev: evDone, ID: cmd.ID, Op: cmd.Op}
 	if a.cfg.Mutation != mutNoClose {
 		a.mu.Lock()
 		a.closed = true
 		a.mu.Unlock()
 		l.closed.Store(true)
+		start := time.Now()
 		_ = a.client.Close()
+		done.Dur = int64(time.Since(start))
 		if _, err := a.client.Mutex("after-close").TryLock(context.Background()); !errors.Is(err, dlock.ErrClosed) {
 			l.record(fmt.Errorf("TryLock after Close: %v", err))
 		}
 	}
-	done := event{Ev: evDone, ID: cmd.ID, Op: cmd.Op, Dur: int64(time.Since(start))}
-	done.M = int64(waitFor(&l.wg, 2*time.Second))
+	if waitFor(&l.wg, 2*time.Second) {
+		done.M = 1
+	}
 	done.N, done.Err = l.live(), l.firstErr()
 	a.emit(done)
-	if err := goleak.Find(before, goleak.IgnoreCurrent()); err != nil && a.cfg.Mutation != mutNoClose {
+	if err := goleak.Find(before); err != nil && a.cfg.Mutation != mutNoClose {
 		a.emit(event{Ev: evLeak, ID: cmd.ID, Err: err.Error()})
 	}
 }
@@ -133,20 +136,4 @@ func (l *load) live() int64 {
 		}
 	}
 	return n
-}
-
-// waitFor waits up to d for wg and returns how many of its goroutines it gave up on (0 or,
-// if it timed out, 1: a WaitGroup does not say how many are left).
-func waitFor(wg *sync.WaitGroup, d time.Duration) int {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return 0
-	case <-time.After(d):
-		return 1
-	}
 }

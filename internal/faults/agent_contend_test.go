@@ -77,22 +77,6 @@ func (a *agent) contendLock(ctx context.Context, cmd command) (holding, error) {
 	return a.client.Mutex(cmd.Name, dlock.TTL(cmd.TTL)).Lock(ctx)
 }
 
-// pollLock waits the way dlock does not: TryLock, and sleep two TTLs between tries.
-func (a *agent) pollLock(ctx context.Context, cmd command) (holding, error) {
-	m := a.client.Mutex(cmd.Name, dlock.TTL(cmd.TTL))
-	for {
-		l, err := m.TryLock(ctx)
-		if !errors.Is(err, dlock.ErrNotAcquired) {
-			return l, err
-		}
-		select {
-		case <-time.After(2 * cmd.TTL):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // The data the contention scenarios protect, on the storage server.
 func counterKey(name string) string   { return "data:" + name + ":counter" }
 func lastTokenKey(name string) string { return "data:" + name + ":last" }

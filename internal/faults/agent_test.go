@@ -21,7 +21,6 @@ type agent struct {
 	client *dlock.Client
 	nodes  []*redis.Client
 	store  *redis.Client
-	start  time.Time
 
 	outMu sync.Mutex
 	out   *json.Encoder
@@ -30,7 +29,6 @@ type agent struct {
 	leases map[string]*held
 	closed bool // the Client was closed by a command
 
-	ops      sync.WaitGroup
 	watchers sync.WaitGroup // one per lease: they report its end
 }
 
@@ -58,7 +56,7 @@ func agentMain() int {
 			a.shutdown()
 			return 0
 		}
-		a.ops.Go(func() { a.do(cmd) })
+		go a.do(cmd) // the process exits with the parent's exit: no need to wait for them
 	}
 }
 
@@ -67,7 +65,7 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func newAgent(cfg agentConfig) (*agent, error) {
-	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}, start: time.Now()}
+	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}}
 	for _, addr := range cfg.Nodes {
 		opts := clientOptions(addr)
 		if cfg.OnConnect {
@@ -108,23 +106,25 @@ func (a *agent) shutdown() {
 	if !closed {
 		_ = a.client.Close()
 	}
-	a.waitWatchers(2 * time.Second) // Close ended every lease: let their ends be reported
+	waitFor(&a.watchers, 2*time.Second) // Close ended every lease: let their ends be reported
 	for _, n := range a.nodes {
 		_ = n.Close()
 	}
 	_ = a.store.Close()
 }
 
-// waitWatchers waits up to d for the goroutines that report the ends of leases.
-func (a *agent) waitWatchers(d time.Duration) {
+// waitFor waits up to d for wg and reports whether it gave up.
+func waitFor(wg *sync.WaitGroup, d time.Duration) (gaveUp bool) {
 	done := make(chan struct{})
 	go func() {
-		a.watchers.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
+		return false
 	case <-time.After(d):
+		return true
 	}
 }
 

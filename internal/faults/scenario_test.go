@@ -1,10 +1,9 @@
 package faults
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ type scenario struct {
 	asserts string   // what must hold
 	checks  []string // the checks it reports violations of
 	runs    int
-	limit   time.Duration // per run, a minute if zero: a run still going then has hung
 	figure  figure
 	run     func(r *run)
 }
@@ -32,12 +30,15 @@ type figure struct {
 func worstMax(a, b float64) float64 { return max(a, b) }
 func worstMin(a, b float64) float64 { return min(a, b) }
 
+// runLimit bounds a run: one still going then has hung.
+const runLimit = time.Minute
+
 // run is one run of a scenario. Violations are recorded, not fatal: the run goes on and
 // every check reports. A broken harness (a server that does not start, an agent that
 // dies unasked) is fatal: the run has no verdict.
 type run struct {
 	t        *testing.T
-	ctx      context.Context // ends at the scenario's limit
+	ctx      context.Context // ends at runLimit
 	mutation string          // "" in a normal run
 	start    time.Time
 
@@ -128,7 +129,7 @@ func runScenario(t *testing.T, sc scenario, n int, mutation string) outcome {
 	for i := range n {
 		r := &run{mutation: mutation}
 		ok := t.Run(fmt.Sprintf("run%d", i+1), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(sc.limit, time.Minute))
+			ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 			defer cancel()
 			r.t, r.ctx, r.start = t, ctx, time.Now()
 			sc.run(r)
@@ -162,14 +163,9 @@ func (sc scenario) figureText(values []float64) string {
 
 // checksOf returns the distinct checks among vs, sorted.
 func checksOf(vs []violation) []string {
-	seen := map[string]bool{}
-	var out []string
+	var names []string
 	for _, v := range vs {
-		if !seen[v.check] {
-			seen[v.check] = true
-			out = append(out, v.check)
-		}
+		names = append(names, v.check)
 	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(slices.Values(dedupe(names)))
 }

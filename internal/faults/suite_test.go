@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,9 @@ func TestFaults(t *testing.T) {
 			if only.MatchString(m.name) || only.MatchString(m.scenario) {
 				rep.Mutations = append(rep.Mutations, runMutation(t, m))
 			}
+		}
+		if len(rep.Mutations) == len(mutations) {
+			everyCheckFailed(t, rep)
 		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
@@ -83,6 +87,19 @@ func runMutation(t *testing.T, m mutationCase) Mutation {
 		t.Errorf("mutation %s of %s was not caught %s", m.name, m.scenario, o.fatal)
 	}
 	return row
+}
+
+// everyCheckFailed fails the test for each check that no mutation made fail.
+func everyCheckFailed(t *testing.T, rep *Report) {
+	for _, c := range rep.Checks {
+		shown := false
+		for _, m := range rep.Mutations {
+			shown = shown || slices.Contains(m.CaughtBy, c.Name)
+		}
+		if !shown {
+			t.Errorf("no mutation made the check %s fail", c.Name)
+		}
+	}
 }
 
 func scenarioNamed(name string) (scenario, bool) {
