@@ -39,7 +39,7 @@ faults: faults-deps
 	@mkdir -p $(FAULTS_RESULTS) && rm -f $(FAULTS_RESULTS)/results.json
 	@out=RELIABILITY.md; [ -z "$$DLOCK_FAULTS_ONLY" ] || out=$(FAULTS_RESULTS)/RELIABILITY.md; \
 	status=0; \
-	DLOCK_FAULTS=1 DLOCK_FAULTS_JSON=$(FAULTS_RESULTS)/results.json \
+	DLOCK_FAULTS=1 DLOCK_FAULTS_JSON=$(CURDIR)/$(FAULTS_RESULTS)/results.json \
 		$(GO) test -count=1 -timeout 15m -run '^TestFaults$$' ./internal/faults || status=$$?; \
 	$(GO) run ./internal/faults/cmd/reliability -in $(FAULTS_RESULTS)/results.json -out $$out && \
 	echo "wrote $$out" && exit $$status

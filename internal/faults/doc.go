@@ -20,6 +20,7 @@
 //
 // with DLOCK_FAULTS_ONLY=regexp (scenarios and mutations by name),
 // DLOCK_FAULTS_MUTATIONS=0 (no mutation runs) and DLOCK_FAULTS_JSON=file (the results,
-// from which cmd/reliability writes RELIABILITY.md). This package's non-test code is
+// from which cmd/reliability writes RELIABILITY.md; relative to this package's directory,
+// where go test runs it). This package's non-test code is
 // that report: its types and its Markdown.
 package faults
