@@ -1,22 +1,34 @@
 # GNU make. `make` / `make test`: install what the tests need if it is missing
-# (redis-server; the PostgreSQL server for examples/), vet, test.
+# (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test. `make check`:
+# vet and staticcheck over every module; run it before proposing a change.
 #
 # go.work makes the root module, examples/ and bench/ (modules of their own, so that their
 # database drivers and the peer libraries stay out of the core's go.mod) one workspace. In
-# a workspace, ./... still stops at those modules, so each pattern is named. `make test`
-# does not run the benchmark suite; vet covers it, so that a change to the API it uses
-# shows at once.
+# a workspace, ./... still stops at those modules, so each is named: VET_PKGS lists every
+# module of go.work. `make test` does not run the benchmark suite; vet covers it, so that
+# a change to the API it uses shows at once.
 GO ?= go
 PKGS = ./... ./examples/...
-VET_PKGS = $(PKGS) ./bench/...
+VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
 
-.PHONY: test vet deps bench faults faults-deps
+# staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
+# into .bin/ (ignored by git) under its version, so that changing the pin installs anew.
+STATICCHECK_VERSION = v0.8.2
+STATICCHECK = .bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+
+.PHONY: test vet check deps bench faults faults-deps
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 vet:
 	$(GO) vet $(VET_PKGS)
+
+check: vet $(STATICCHECK)
+	$(STATICCHECK) $(VET_PKGS)
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # `make bench`: dlock against redsync, bsm/redislock, rueidislock and a bare SET NX loop,
 # on redis-server processes it starts itself (about 4 minutes; needs redis-server: `make
@@ -65,13 +77,17 @@ faults-deps:
 # Where Debian keeps the PostgreSQL server binaries (off PATH).
 PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 
-# Install what is missing: redis-server, unless it is on PATH or REDIS_SERVER names one;
-# the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory, initdb is on
-# PATH or it is under /usr/lib/postgresql.
+# Install what is missing: redis-server and redis-sentinel (Debian packages them apart;
+# brew's redis has both), unless each is on PATH or REDIS_SERVER and REDIS_SENTINEL name
+# them; the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory,
+# initdb is on PATH or it is under /usr/lib/postgresql.
 deps:
 	@apt=""; brew=""; \
 	if ! command -v redis-server >/dev/null 2>&1 && ! { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
 		apt="redis-server"; brew="redis"; \
+	fi; \
+	if ! command -v redis-sentinel >/dev/null 2>&1 && ! { [ -n "$$REDIS_SENTINEL" ] && [ -x "$$REDIS_SENTINEL" ]; }; then \
+		apt="$$apt redis-sentinel"; brew="redis"; \
 	fi; \
 	if ! { [ -n "$$PG_BIN" ] && [ -x "$$PG_BIN/initdb" ]; } && ! command -v initdb >/dev/null 2>&1 && \
 		! ls $(PG_GLOB) >/dev/null 2>&1; then \
@@ -88,6 +104,6 @@ deps:
 	else \
 		echo "missing: $$apt. Install: 'apt-get install -y $$apt' (Debian/Ubuntu, as root)" >&2; \
 		echo "or 'brew install $$brew' (macOS); or set REDIS_SERVER=/path/to/redis-server," >&2; \
-		echo "PG_BIN=/directory/of/initdb-and-postgres." >&2; \
+		echo "REDIS_SENTINEL=/path/to/redis-sentinel, PG_BIN=/directory/of/initdb-and-postgres." >&2; \
 		exit 1; \
 	fi

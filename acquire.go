@@ -85,86 +85,62 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
 	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
-	granted, held := v.yes, v.no
 	if r.firstSent.IsZero() {
 		r.firstSent = v.start
 	}
-
-	if granted >= need && time.Now().Before(deadline) {
-		// The counter's largest value is the top of the reserved block (handoff.go).
-		fence := slices.Max(v.vals)
-		if n == 1 || t.settleFence(ctx, v.vals, fence) {
-			t.attempted(token)
-			// The block reserved is the r.reserve values up to fence; the hold hands off
-			// to at most the r.behind waiters queued now (one round), with the lowest.
-			base := uint64(fence) - uint64(r.reserve-1)
-			if uint64(fence) < uint64(r.reserve) {
-				base = uint64(fence) // a counter someone set below the reservation
-			}
-			spare := min(uint64(r.behind), uint64(fence)-base)
-			return attempt{h: t.newHold(token, base, spare, deadline, lockCtx)}
-		}
-		t.releaseAbandoned(token, true)
-		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
-	}
-	unanswered := v.unanswered()
-	// Nodes that failed, or did not answer before the timeout, can block a verdict.
-	blocked := v.failed
-	if !v.decided {
-		blocked += unanswered
+	verdict := v.verdict(need, time.Now().Before(deadline))
+	if verdict == acquired {
+		return t.acquiredHold(ctx, lockCtx, r, v, token, deadline)
 	}
 	// A stable token (a FairMutex waiter's, a Mutex's standing request) is not undone: a
 	// release may have granted it meanwhile, and the grantee holds it without asking. Its
 	// next attempt finds what landed and keeps it, and a waiter that gives up leaves,
 	// which passes on what it was given.
-	undo := (granted > 0 || unanswered > 0 || v.failed > 0) && !stable
-	switch {
-	case granted >= need:
-		if undo {
-			// It held the lock: pass it on. (On a quorum the majority's wake-up would
-			// only send waiters into the same race; see releaseAbandoned.)
-			t.releaseAbandoned(token, n == 1)
-		}
+	if (v.yes > 0 || v.unanswered() > 0 || v.failed > 0) && !stable {
+		// Only a lock that was held wakes the waiters (on a quorum the majority's wake-up
+		// would only send them into the same race; see releaseAbandoned), and so does an
+		// attempt with no verdict, which may have kept them out.
+		wake := (verdict == late && n == 1) || verdict == failed
+		t.releaseAbandoned(token, wake)
+	}
+	switch verdict {
+	case late:
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
-	case blocked <= n-need && (granted == 0 || held >= need):
-		// Held (by a majority, even if some free nodes granted this attempt): wait until
-		// enough of the held nodes could be free. Nodes that had not answered when the
-		// verdict was clear may still grant: undo there too.
-		if undo {
-			t.releaseAbandoned(token, false)
-		}
-		var left []int64
-		for i, val := range v.vals {
-			if v.answered[i] && val <= 0 {
-				left = append(left, -val)
-			}
-		}
-		return attempt{left: majorityFree(left, max(need-(n-held-v.failed), 1))}
-	case blocked <= n-need:
-		// Contenders split the votes: each got some nodes, none enough. Each undoes its
-		// share without waking anyone and retries after a random delay.
-		if undo {
-			t.releaseAbandoned(token, false)
-		}
+	case held:
+		return attempt{left: majorityFree(v.refusedLeft(), max(need-(n-v.no-v.failed), 1))}
+	case split:
 		return attempt{split: true}
 	}
-	// No verdict: undo, and wake the waiters, since this attempt may have kept them out.
-	if undo {
-		t.releaseAbandoned(token, true)
-	}
-	errs := v.problems(c)
-	a := attempt{err: &quorumError{op: "lock", name: t.name, got: granted, need: need, total: n, errs: errs, single: n == 1}}
-	for _, e := range errs {
-		if ne, ok := e.(*nodeError); ok && permanent(ne.err) {
-			a.permanent = true
-		}
+	a := attempt{err: &QuorumError{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)}}
+	for _, ne := range a.err.(*QuorumError).Nodes {
+		a.permanent = a.permanent || permanent(ne.Err)
 	}
 	return a
 }
 
+// acquiredHold makes the hold of an attempt that a majority granted in time, once a majority
+// has confirmed its fencing token.
+func (t *target) acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
+	// The counter's largest value is the top of the reserved block (handoff.go).
+	fence := slices.Max(v.vals)
+	if len(t.c.nodes) > 1 && !t.settleFence(ctx, v.vals, fence) {
+		t.releaseAbandoned(token, true)
+		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
+	}
+	t.attempted(token)
+	// The block reserved is the r.reserve values up to fence; the hold hands off to at
+	// most the r.behind waiters queued now (one round), with the lowest.
+	base := uint64(fence) - uint64(r.reserve-1)
+	if uint64(fence) < uint64(r.reserve) {
+		base = uint64(fence) // a counter someone set below the reservation
+	}
+	spare := min(uint64(r.behind), uint64(fence)-base)
+	return attempt{h: t.newHold(token, base, spare, deadline, lockCtx)}
+}
+
 // majorityFree returns how long until need of the held nodes could be free, from their
-// remaining times in milliseconds (0: unknown); -1 when unknown.
-func majorityFree(left []int64, need int) time.Duration {
+// remaining times (0: unknown); -1 when unknown.
+func majorityFree(left []time.Duration, need int) time.Duration {
 	if len(left) < need {
 		return -1
 	}
@@ -172,7 +148,7 @@ func majorityFree(left []int64, need int) time.Duration {
 	if left[0] == 0 {
 		return -1
 	}
-	return time.Duration(left[need-1]) * time.Millisecond
+	return left[need-1]
 }
 
 // settleFence makes sure a majority holds at least fence before the lock is granted: the

@@ -49,6 +49,17 @@ type Client struct {
 	// an acquisition that lands during Close is seen and released. Add happens under mu
 	// while closed is false, so never after Close began to Wait.
 	inflight sync.WaitGroup
+
+	hooks testHooks // set by tests only (export_test.go), before the Client is used
+}
+
+// testHooks let tests stop the engine at a point where a race can happen, to drive it on
+// purpose. Nil hooks are skipped.
+type testHooks struct {
+	// renewCaptured runs in a renewal batch after the leases' lengths and numbers are
+	// taken and before the calls are sent; the func it returns, if any, runs once the
+	// batch's results are applied.
+	renewCaptured func() (applied func())
 }
 
 // enter registers a Lock call under way; the caller calls c.inflight.Done when it returns.

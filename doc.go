@@ -25,7 +25,9 @@
 // or a reader; for a Semaphore: no more permits out than its size). ValidUntil is computed on the local monotonic clock from the
 // instant before the request was sent, minus a drift allowance (TTL*factor + 2ms), so that
 // a lease is never taken to last longer than Redis keeps its key. Renewal moves it
-// forward every TTL/3. A holder that cannot renew before ValidUntil loses the lease at
+// forward every TTL/3. Renewals and Extends may reach Redis in another order than they
+// were sent, so they only lengthen the key; an Extend to a shorter TTL is the one thing
+// that shortens it, and ValidUntil moves down as soon as it is sent. A holder that cannot renew before ValidUntil loses the lease at
 // ValidUntil at the latest, whether or not Redis can be reached: Done is closed, Context
 // is cancelled and Err returns ErrLost.
 //
@@ -81,6 +83,13 @@
 //
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.
+//
+// # Testing
+//
+// Package dlocktest starts a real redis-server, or an embedded Redis, for a test, and
+// checks what code under a lock must get right: that a lease is lost in time when Redis
+// goes away, that work runs while its lock is held, and that storage refuses a stale
+// fencing token.
 //
 // # Keys
 //

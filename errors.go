@@ -21,41 +21,50 @@ var (
 	ErrClosed = errors.New("dlock: client closed")
 )
 
-// nodeError is what one node said, named by its address.
-type nodeError struct {
-	node string
-	err  error
+// NodeError is one node's failure: an error reply, a connection that failed, or no answer
+// in time. Find it with errors.As in the error of any operation.
+type NodeError struct {
+	Addr string // the node's address; for a Cluster, its seed addresses
+	Err  error  // what the node answered, or why it did not (wraps ctx's error if ctx ended the wait)
 }
 
-func (e *nodeError) Error() string { return e.node + ": " + explain(e.err) }
-func (e *nodeError) Unwrap() error { return e.err }
+func (e *NodeError) Error() string { return e.Addr + ": " + explain(e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }
 
-// quorumError lists what every failing node said.
-type quorumError struct {
-	op     string // "lock", "unlock", "extend"
-	name   string
-	got    int // nodes that agreed
-	need   int
-	total  int
-	errs   []error // one nodeError per failing node
-	single bool    // one deployment: say it plainly
+// QuorumError is an operation that did not get the nodes it needed: one deployment that
+// failed (Total 1), or too few nodes of a quorum that agreed. Find it with errors.As; it
+// unwraps to each failing node's *NodeError.
+type QuorumError struct {
+	Op     string       // "lock", "unlock" or "extend"
+	Name   string       // the lock's name
+	Agreed int          // nodes that agreed (granted, released, extended)
+	Needed int          // nodes that had to agree
+	Total  int          // nodes asked
+	Nodes  []*NodeError // each node that failed or did not answer
 }
 
-func (e *quorumError) Error() string {
+func (e *QuorumError) Error() string {
 	var b strings.Builder
-	if e.single && len(e.errs) == 1 {
-		fmt.Fprintf(&b, "dlock: %s %q: %v", e.op, e.name, e.errs[0])
+	if e.Total == 1 && len(e.Nodes) == 1 {
+		fmt.Fprintf(&b, "dlock: %s %q: %v", e.Op, e.Name, e.Nodes[0])
 		return b.String()
 	}
-	fmt.Fprintf(&b, "dlock: %s %q: %d of %d nodes agreed, %d needed", e.op, e.name, e.got, e.total, e.need)
-	for _, err := range e.errs {
+	fmt.Fprintf(&b, "dlock: %s %q: %d of %d nodes agreed, %d needed", e.Op, e.Name, e.Agreed, e.Total, e.Needed)
+	for _, err := range e.Nodes {
 		b.WriteString("; ")
 		b.WriteString(err.Error())
 	}
 	return b.String()
 }
 
-func (e *quorumError) Unwrap() []error { return e.errs }
+// Unwrap returns the node errors, so that errors.Is and errors.As see through to them.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		errs[i] = n
+	}
+	return errs
+}
 
 // advice is what to do about the errors whose cause is a setting or the data rather than
 // a passing failure: retrying cannot help them.

@@ -236,3 +236,35 @@ func ExampleSemaphore() {
 	// a fourth permit: true
 	// after a's Unlock: true
 }
+
+func ExampleQuorumError() {
+	// A quorum of three nodes, two of which are down (nothing listens on ports 1 and 2).
+	var nodes []redis.UniversalClient
+	for _, addr := range []string{redisAddr, "127.0.0.1:1", "127.0.0.1:2"} {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
+	client, err := dlock.NewQuorum(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	_, err = client.Mutex("example:quorum").TryLock(context.Background())
+	var qe *dlock.QuorumError
+	if errors.As(err, &qe) {
+		fmt.Printf("%s: %d of %d nodes agreed, %d needed\n", qe.Op, qe.Agreed, qe.Total, qe.Needed)
+		for _, ne := range qe.Nodes {
+			fmt.Println("failed:", ne.Addr)
+		}
+	}
+	var ne *dlock.NodeError // the first node error, wherever it is in the chain
+	fmt.Println("a node error:", errors.As(err, &ne))
+	// Output:
+	// lock: 1 of 3 nodes agreed, 2 needed
+	// failed: 127.0.0.1:1
+	// failed: 127.0.0.1:2
+	// a node error: true
+}

@@ -22,6 +22,11 @@ func SetTurnLength(d time.Duration) (restore func()) {
 	return func() { turnLength, turnArg = old, any(ms(old.Milliseconds())) }
 }
 
+// SetRenewCaptured makes f run in every renewal batch of c between taking the leases'
+// lengths and sending the calls (a test blocks there to let an Extend overtake a
+// renewal); the func f returns, if any, runs once the batch's results are applied.
+func SetRenewCaptured(c *Client, f func() (applied func())) { c.hooks.renewCaptured = f }
+
 // LeaveTurns sends m's leave of the turns for a standing request with token ask, as the
 // last local waiter that gives up does.
 func LeaveTurns(m *Mutex, ask string) { m.t.leaveTurns(ask) }

@@ -92,8 +92,8 @@ func fairRelease(t *target, token any, publish, mode string, call *batch.Call) {
 	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publish, mode}
 }
 
-func (fairScheme) extend(t *target, token any, ttl string, call *batch.Call) {
-	mutexScheme{}.extend(t, token, ttl, call)
+func (fairScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
+	mutexScheme{}.extend(t, token, ttl, set, call)
 }
 
 func (fairScheme) leave(t *target, r *request, call *batch.Call) bool {

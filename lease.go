@@ -25,20 +25,27 @@ type hold struct {
 	outer  Lease       // the lease that owns the hold: the one Lock returned
 	values leaseValues // ctx's parent
 
+	// Several extensions of one hold (renewals, Extends) may be in flight at once, and on
+	// some transports they reach Redis in another order than they were sent. Redis keeps
+	// the deadline safe whatever the order: renewals and lengthening Extends only ever
+	// lengthen the key (the extend scripts' default mode), so each success proves the key
+	// lives at least its TTL from when it was sent, and the deadline is the latest such
+	// proof. Only an Extend that shortens sets the expiry exactly; it moves the deadline
+	// down when it is sent, before it can land, and makes the results of everything sent
+	// before it moot (cut), since those may have landed before it.
 	mu        sync.Mutex
 	ttl       time.Duration // guarded by mu: the length of each renewal
+	ttlSeq    uint64        // guarded by mu: the Extend that set ttl
 	deadline  time.Time     // guarded by mu: exclusivity ends here unless renewed
 	err       error         // guarded by mu: nil while held, then ErrReleased or ErrLost
 	reason    string        // guarded by mu: why the hold ended, for messages
 	releasing bool          // guarded by mu: Unlock is in progress; renewal results are moot
 	extending int           // guarded by mu: Extends in flight, which may shorten the lease
 	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
-	applied   uint64        // guarded by mu: the number of the newest one whose result was applied
+	cut       uint64        // guarded by mu: the newest shortening Extend sent; older results are moot
 }
 
-// send numbers a renewal or Extend about to be sent. Results are applied newest first:
-// an older result that arrives late (renewals and Extends travel different paths) never
-// overwrites a newer one.
+// send numbers a renewal or Extend about to be sent.
 func (h *hold) send() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -156,8 +163,11 @@ func (l *Lease) Err() error {
 func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 
 // Extend makes the lease last ttl from now and makes ttl the length of later renewals. ctx
-// bounds the request. On failure the lease is unchanged unless Redis said the key is no
-// longer ours: then the lease is lost and Extend returns ErrNotHeld.
+// bounds the request. If Redis says the key is no longer ours, the lease is lost and
+// Extend returns ErrNotHeld. Otherwise, on failure, an Extend that would lengthen the lease
+// leaves it unchanged; one that shortens it (ttl below the current length) takes effect
+// when it is sent, whatever the reply, since it may have landed: ValidUntil moves down to
+// at most now plus ttl, and later renewals use ttl.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		if !l.outer && l.h.state() == nil {

@@ -1,10 +1,12 @@
 package dlock_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,9 @@ const (
 	workerMode       = "DLOCK_TEST_MODE" // "fairwait", "mutexwait": wait for a FairMutex or a Mutex until killed
 )
 
+// workerTTL is the TTL of the workers' leases.
+const workerTTL = 5 * time.Second
+
 type contention struct {
 	addrs      []string
 	cluster    bool
@@ -40,6 +45,9 @@ type contention struct {
 	processes  int
 	goroutines int
 	rounds     int
+	// maxFree, if set, bounds the longest time the lock sits free between two holds
+	// while workers still wait: a liveness bound, not a performance figure.
+	maxFree time.Duration
 }
 
 func (ct contention) run(t *testing.T, data redis.UniversalClient) {
@@ -82,15 +90,15 @@ func (ct contention) run(t *testing.T, data redis.UniversalClient) {
 	if want := ct.processes * ct.goroutines * ct.rounds; got != want {
 		t.Fatalf("counter = %d, want %d: the lock let two holders in", got, want)
 	}
-	checkLinearizable(t, outs)
+	history := parseOps(outs)
+	checkLinearizable(t, history)
+	if ct.maxFree > 0 {
+		checkFreeTime(t, history, ct.maxFree)
+	}
 }
 
-// Each critical section is a read-modify-write of the counter; the workers report its
-// interval and the value it read. Under a lock that excludes, these operations are
-// linearizable as a fetch-and-increment register; porcupine checks that from the
-// intervals alone, which also catches overlapping holders whose damage happened to cancel.
-func checkLinearizable(t *testing.T, outs [][]byte) {
-	t.Helper()
+// parseOps reads the critical sections the workers reported.
+func parseOps(outs [][]byte) []porcupine.Operation {
 	var history []porcupine.Operation
 	for p, out := range outs {
 		for _, line := range strings.Split(string(out), "\n") {
@@ -101,6 +109,32 @@ func checkLinearizable(t *testing.T, outs [][]byte) {
 			}
 		}
 	}
+	return history
+}
+
+// checkFreeTime fails if, between two consecutive critical sections, the lock sat free for
+// longer than bound. Every worker has rounds left until the last section, so someone waits
+// in every gap.
+func checkFreeTime(t *testing.T, history []porcupine.Operation, bound time.Duration) {
+	t.Helper()
+	ops := slices.Clone(history)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	var longest time.Duration
+	for i := 1; i < len(ops); i++ {
+		longest = max(longest, time.Duration(ops[i].Call-ops[i-1].Return))
+	}
+	t.Logf("the lock sat free for at most %v between %d critical sections", longest, len(ops))
+	if longest > bound {
+		t.Fatalf("the lock sat free for %v while workers waited; the bound is %v", longest, bound)
+	}
+}
+
+// Each critical section is a read-modify-write of the counter; the workers report its
+// interval and the value it read. Under a lock that excludes, these operations are
+// linearizable as a fetch-and-increment register; porcupine checks that from the
+// intervals alone, which also catches overlapping holders whose damage happened to cancel.
+func checkLinearizable(t *testing.T, history []porcupine.Operation) {
+	t.Helper()
 	model := porcupine.Model{
 		Init: func() any { return 0 },
 		Step: func(state, _, output any) (bool, any) {
@@ -169,7 +203,7 @@ func runWorker() int {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				err := c.Mutex("contended", dlock.TTL(5*time.Second)).Do(ctx, func(ctx context.Context) error {
+				err := c.Mutex("contended", dlock.TTL(workerTTL)).Do(ctx, func(ctx context.Context) error {
 					// lease.Context carries the lease: recover its token through a re-entry.
 					lease, err := c.Mutex("contended").TryLock(ctx)
 					if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/redistest"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 )
 
 // Regression tests for failures found in review. Each reproduces the interleaving with real
@@ -19,7 +19,7 @@ import (
 // the lease believing in its old, longer deadline.
 func TestFailedShorterExtendShortensDeadline(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := redistest.NewProxy(t, srv.Addr)
+	p := faultproxy.New(t, srv.Addr)
 	via := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { _ = via.Close() })
 	c := newClient(t, via)
@@ -55,7 +55,7 @@ func TestQuorumWaiterDoesNotSpinOnMinorityGrant(t *testing.T) {
 			via = append(via, s.Client(t))
 			continue
 		}
-		p := redistest.NewProxy(t, s.Addr)
+		p := faultproxy.New(t, s.Addr)
 		p.SetLatency(t, 3*time.Millisecond)
 		rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
 		t.Cleanup(func() { _ = rdb.Close() })
@@ -76,7 +76,7 @@ func TestQuorumWaiterDoesNotSpinOnMinorityGrant(t *testing.T) {
 // A FairMutex TryLock whose grant lands after its ctx ended must not leave the lock held.
 func TestFairTryLockTimeoutLeavesNothing(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := redistest.NewProxy(t, srv.Addr)
+	p := faultproxy.New(t, srv.Addr)
 	p.SetLatency(t, 50*time.Millisecond)
 	via := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { _ = via.Close() })
@@ -94,7 +94,7 @@ func TestFairTryLockTimeoutLeavesNothing(t *testing.T) {
 // Close while an acquisition is on the wire: Lock fails with ErrClosed and nothing stays held.
 func TestCloseDuringLockLeavesNothing(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := redistest.NewProxy(t, srv.Addr)
+	p := faultproxy.New(t, srv.Addr)
 	p.SetLatency(t, 100*time.Millisecond)
 	via := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { _ = via.Close() })

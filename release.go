@@ -36,15 +36,18 @@ func (h *hold) release(ctx context.Context) error {
 	}
 
 	c := h.c
+	// The per-node timeout follows the lock's TTL option, not a length an Extend set: a
+	// lease shortened to expire soon is still worth releasing on a slow server.
+	wait := max(ttl, h.t.cfg.ttl)
 	if ctx.Err() != nil {
 		// An Unlock deferred with a context that has ended since (a request's, say) still
 		// releases: leaving the key to expire would keep everyone out for a whole TTL.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(ttl))
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(wait))
 		defer cancel()
 	}
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
-	v := c.poll(ctx, nil, ttl,
+	v := c.poll(ctx, nil, wait,
 		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].publishCommand(), call) },
 		func(v *votes) bool { return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need })
 	released, gone := v.yes, v.no
@@ -57,74 +60,105 @@ func (h *hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	err := &quorumError{op: "unlock", name: h.t.name, got: released + gone, need: need, total: n, errs: v.problems(c), single: n == 1}
+	err := &QuorumError{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c)}
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
 // extend sets the lease to last ttl from now on a majority, and ttl as the length of later
-// renewals. On failure the hold is unchanged, unless a majority said it is no longer ours.
+// renewals. An Extend that lengthens leaves the hold unchanged on failure; one that
+// shortens takes effect when it is sent, since it may land whatever the reply: the
+// deadline moves down and later renewals use ttl, even if it fails. Either way, a majority
+// that says the key is no longer ours ends the hold.
 func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
-	h.mu.Lock()
-	if h.releasing {
-		h.mu.Unlock()
-		return fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+	seq, shorten, err := h.startExtend(ttl)
+	if err != nil {
+		return err
 	}
-	h.extending++
-	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		h.extending--
 		h.mu.Unlock()
 	}()
-	seq := h.send()
 	v := c.poll(ctx, nil, ttl,
-		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
+		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
 		func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	deadline := quorum.Deadline(v.start, ttl, c.cfg.driftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
-		h.renewed(seq, v.start, ttl, deadline)
+		h.setTTL(seq, ttl)
+		if !h.renewed(seq, v.start, deadline) && h.state() != nil {
+			return h.endedError("extend") // its deadline passed while the Extend was out
+		}
 		return nil
 	case v.no > n-need:
 		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
 		return h.endedError("extend")
 	}
-	// No verdict, but the PEXPIRE may have landed: if it shortened the lease, exclusivity
-	// now ends at the shorter deadline.
-	h.shorten(deadline)
-	return &quorumError{op: "extend", name: h.t.name, got: v.yes, need: need, total: n, errs: v.problems(c), single: n == 1}
+	return &QuorumError{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)}
 }
 
-// shorten moves the deadline earlier, never later.
-func (h *hold) shorten(deadline time.Time) {
+// startExtend numbers an Extend to ttl about to be sent and reports whether it shortens
+// the lease. A shortening one takes effect now: see the comment on hold's fields.
+func (h *hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, err error) {
 	h.mu.Lock()
-	if h.err != nil || !deadline.Before(h.deadline) {
+	if h.releasing {
 		h.mu.Unlock()
-		return
+		return 0, false, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
-	h.deadline = deadline
+	h.extending++
+	h.sent++
+	seq, shorten = h.sent, ttl < h.ttl
+	if !shorten {
+		h.mu.Unlock()
+		return seq, false, nil
+	}
+	h.cut, h.ttl, h.ttlSeq = seq, ttl, seq
+	// Read the clock after the number is taken: the script runs after this instant, so
+	// the key lives at least until then plus ttl.
+	deadline := quorum.Deadline(time.Now(), ttl, h.c.cfg.driftFactor)
+	moved := deadline.Before(h.deadline)
+	if moved {
+		h.deadline = deadline
+	}
 	h.mu.Unlock()
-	h.c.sched.Shorten(&h.entry, deadline)
+	if moved {
+		h.c.sched.Shorten(&h.entry, deadline)
+	}
+	return seq, true, nil
 }
 
-// renewed records a successful renewal or Extend sent at start.
-// Results are applied only if newer than the last one applied, and never revive a hold
-// whose deadline has passed.
-func (h *hold) renewed(seq uint64, start time.Time, ttl time.Duration, deadline time.Time) {
+// setTTL makes ttl the length of later renewals, unless a later Extend has set it.
+func (h *hold) setTTL(seq uint64, ttl time.Duration) {
 	h.mu.Lock()
-	if h.err != nil || h.releasing || seq <= h.applied || !time.Now().Before(h.deadline) {
-		h.mu.Unlock()
-		return
+	defer h.mu.Unlock()
+	if seq >= h.ttlSeq {
+		h.ttl, h.ttlSeq = ttl, seq
 	}
-	h.applied = seq
-	h.ttl, h.deadline = ttl, deadline
+}
+
+// renewed records a successful renewal or Extend number seq, sent at start: the key lives
+// at least until deadline, so the hold's deadline moves there unless it is already later.
+// A result sent before the newest shortening Extend is moot (it may have landed before
+// it), and nothing revives a hold whose deadline has passed. It reports whether it
+// applied the result.
+func (h *hold) renewed(seq uint64, start time.Time, deadline time.Time) bool {
+	h.mu.Lock()
+	if h.err != nil || h.releasing || seq < h.cut || !time.Now().Before(h.deadline) {
+		h.mu.Unlock()
+		return false
+	}
+	if deadline.After(h.deadline) {
+		h.deadline = deadline
+	}
+	deadline, ttl := h.deadline, h.ttl
 	h.mu.Unlock()
 	var renewAt time.Time
 	if h.t.cfg.renew {
 		renewAt = start.Add(ttl / 3)
 	}
 	h.c.sched.Renewed(&h.entry, renewAt, deadline)
+	return true
 }

@@ -36,6 +36,11 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 	if len(holds) == 0 {
 		return
 	}
+	if f := c.hooks.renewCaptured; f != nil {
+		if applied := f(); applied != nil {
+			defer applied()
+		}
+	}
 
 	// replies[node][i] is node's answer for holds[i]. A node counts once it has answered
 	// every call; a call not written by the time the verdict is due is not sent at all.
@@ -47,7 +52,7 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 		calls := make([]*batch.Call, len(holds))
 		for i, h := range holds {
 			calls[i] = &batch.Call{Node: node, Deadline: start.Add(timeout), Done: answers}
-			h.t.scheme.extend(h.t, h.token, ms(ttls[i].Milliseconds()), calls[i])
+			h.t.scheme.extend(h.t, h.token, ms(ttls[i].Milliseconds()), false, calls[i])
 		}
 		replies[node] = calls
 		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
@@ -91,7 +96,11 @@ wait:
 		deadline := quorum.Deadline(start, ttls[i], c.cfg.driftFactor)
 		switch {
 		case ok >= need && now.Before(deadline):
-			h.renewed(seqs[i], start, ttls[i], deadline)
+			if !h.renewed(seqs[i], start, deadline) {
+				// Moot (a shortening Extend was sent meanwhile): renew again now, with
+				// the new length. A hold that has ended is no longer scheduled.
+				c.sched.Retry(&h.entry, now)
+			}
 		case gone > n-need:
 			h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
 		default:

@@ -91,11 +91,11 @@ func (readScheme) release(t *target, token any, publish string, call *batch.Call
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (readScheme) extend(t *target, token any, ttl string, call *batch.Call) {
+func (readScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
 	readers := t.keys.Aux("readers")
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{readers, readers}
-	call.Args = []any{token, ttl}
+	call.Args = []any{token, ttl, extendMode(set)}
 }
 
 func (readScheme) leave(*target, *request, *batch.Call) bool { return false }
@@ -125,8 +125,8 @@ func (writeScheme) release(t *target, token any, publish string, call *batch.Cal
 	mutexScheme{}.release(t, token, publish, call)
 }
 
-func (writeScheme) extend(t *target, token any, ttl string, call *batch.Call) {
-	mutexScheme{}.extend(t, token, ttl, call)
+func (writeScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
+	mutexScheme{}.extend(t, token, ttl, set, call)
 }
 
 func (writeScheme) leave(t *target, r *request, call *batch.Call) bool {

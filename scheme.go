@@ -21,8 +21,10 @@ type scheme interface {
 	// release prepares the end of the hold with token; publish is the publish command, or
 	// "" to wake no one.
 	release(t *target, token any, publish string, call *batch.Call)
-	// extend prepares the renewal of the hold with token for ttl milliseconds.
-	extend(t *target, token any, ttl string, call *batch.Call)
+	// extend prepares the renewal of the hold with token for ttl milliseconds. It only
+	// lengthens the lease in Redis unless set, which sets it to exactly ttl (an Extend
+	// that shortens it): see hold.extend.
+	extend(t *target, token any, ttl string, set bool, call *batch.Call)
 	// leave prepares taking a waiter that gives up out of the wait lists; it reports false
 	// for schemes that keep none.
 	leave(t *target, r *request, call *batch.Call) bool
@@ -70,6 +72,7 @@ func ms(ttlMillis int64) string { return strconv.FormatInt(ttlMillis, 10) }
 // Script arguments that are constants, boxed once.
 var (
 	yesArg, noFlagArg, noArg any = "1", "0", ""
+	setArg                   any = "set"
 	publishArgs                  = map[string]any{"PUBLISH": "PUBLISH", "SPUBLISH": "SPUBLISH", "": ""}
 )
 
@@ -118,10 +121,19 @@ func mutexRelease(t *target, token any, publish string, mode, me any, call *batc
 	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
 }
 
-func (mutexScheme) extend(t *target, token any, ttl string, call *batch.Call) {
+func (mutexScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
 	call.Script = scripts.MutexExtend
 	call.Keys = []string{t.keys.Lock}
-	call.Args = []any{token, ttl}
+	call.Args = []any{token, ttl, extendMode(set)}
+}
+
+// extendMode is the mode argument of the extend scripts: "set" sets the expiry, anything
+// else only lengthens it.
+func extendMode(set bool) any {
+	if set {
+		return setArg
+	}
+	return noArg
 }
 
 func (mutexScheme) leave(*target, *request, *batch.Call) bool { return false }

@@ -85,11 +85,11 @@ func (semaphoreScheme) release(t *target, token any, publish string, call *batch
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (semaphoreScheme) extend(t *target, token any, ttl string, call *batch.Call) {
+func (semaphoreScheme) extend(t *target, token any, ttl string, set bool, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{holders, permits}
-	call.Args = []any{token, ttl}
+	call.Args = []any{token, ttl, extendMode(set)}
 }
 
 func (semaphoreScheme) leave(t *target, r *request, call *batch.Call) bool {

@@ -3,20 +3,23 @@ package dlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // votes is what the nodes answered to one call each. Every script dlock runs replies with
 // an integer: more than zero is a yes (acquired, with the fencing token; released;
-// extended), zero or less a no (held, with the holder's remaining time negated; gone).
+// extended), zero or less a no (gone; or held: an acquire script's refusal, which says how
+// long the holder has left and which holder it is, decoded by scripts.Refusal).
 type votes struct {
 	n        int
-	vals     []int64 // each node's reply, where answered and not failed
+	vals     []int64 // each node's reply where answered; failedReply where the call failed
 	answered []bool
-	errs     []error // one nodeError per node that failed
+	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
 	failed   int
 	decided  bool  // the caller's decide said so before every node answered or time ran out
@@ -31,6 +34,11 @@ type votes struct {
 }
 
 const inlineNodes = 5
+
+// failedReply marks a node whose call failed: no script replies with it.
+const failedReply = math.MinInt64
+
+func (v *votes) failedAt(node int) bool { return v.vals[node] == failedReply }
 
 func newVotes(n int) (*votes, []batch.Call) {
 	v := &votes{n: n, start: time.Now()}
@@ -56,7 +64,11 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		switch {
 		case call.Err != nil:
 			v.failed++
-			v.errs = append(v.errs, &nodeError{node: c.nodes[call.Node].name, err: call.Err})
+			v.vals[call.Node] = failedReply
+			if v.errs == nil {
+				v.errs = make([]error, v.n)
+			}
+			v.errs[call.Node] = call.Err
 		case call.Val > 0:
 			v.yes++
 			v.vals[call.Node] = call.Val
@@ -74,27 +86,108 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	return v
 }
 
+// A verdict is what one acquisition attempt came to.
+type verdict int
+
+const (
+	acquired verdict = iota // a majority granted, with time left on the lease
+	late                    // a majority granted, but the lease would already have ended
+	held                    // one holder has a majority: wait for it
+	split                   // contenders split the nodes; no one has a majority
+	failed                  // nodes failed or did not answer: no verdict
+)
+
+// verdict judges an attempt from its votes, need of which must agree; inTime says whether
+// the lease still had time left when the votes were in. Nodes that failed, or did not
+// answer before the poll gave up, can block any verdict but a grant.
+func (v *votes) verdict(need int, inTime bool) verdict {
+	blocked := v.failed
+	if !v.decided {
+		blocked += v.unanswered()
+	}
+	switch {
+	case v.yes >= need && inTime:
+		return acquired
+	case v.yes >= need:
+		return late
+	case blocked > v.n-need:
+		return failed
+	case v.heldByOne() >= need:
+		return held
+	}
+	return split
+}
+
+// heldByOne is the most nodes that refused on behalf of one holder. A node that refused
+// for no single holder (readers, permits, a waiting writer) counts for every holder, as if
+// the same holders held them all: waiting for them is what the caller must do anyway.
+func (v *votes) heldByOne() int {
+	var tags [inlineNodes]uint16
+	byTag, unknown, most := tags[:0], 0, 0
+	for i, val := range v.vals {
+		if !v.answered[i] || val > 0 || v.failedAt(i) {
+			continue
+		}
+		switch _, tag := scripts.Refusal(val); tag {
+		case 0:
+			unknown++
+		default:
+			byTag = append(byTag, tag)
+		}
+	}
+	for _, tag := range byTag {
+		most = max(most, countTag(byTag, tag))
+	}
+	return most + unknown
+}
+
+func countTag(tags []uint16, tag uint16) int {
+	n := 0
+	for _, t := range tags {
+		if t == tag {
+			n++
+		}
+	}
+	return n
+}
+
+// refusedLeft lists how long each node that refused said its holder has left (0: unknown).
+func (v *votes) refusedLeft() []time.Duration {
+	var left []time.Duration
+	for i, val := range v.vals {
+		if v.answered[i] && val <= 0 && !v.failedAt(i) {
+			l, _ := scripts.Refusal(val)
+			left = append(left, l)
+		}
+	}
+	return left
+}
+
 // unanswered is how many nodes of a poll of every node never answered.
 func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
 
-// problems lists what went wrong in a poll of every node: the nodes that failed, and, if
-// the poll ran out of time rather than reaching a verdict, the nodes that did not answer.
-func (v *votes) problems(c *Client) []error {
-	errs := v.errs
-	if v.decided {
-		return errs
-	}
-	waited := time.Since(v.start).Round(time.Millisecond)
-	silence := fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
-	if v.ctxErr != nil {
-		silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
-	}
-	for i, ok := range v.answered {
-		if !ok {
-			errs = append(errs, &nodeError{node: c.nodes[i].name, err: silence})
+// problems lists what went wrong in a poll of every node, in the order of the nodes: the
+// nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
+// nodes that did not answer.
+func (v *votes) problems(c *Client) []*NodeError {
+	var silence error
+	if !v.decided {
+		waited := time.Since(v.start).Round(time.Millisecond)
+		silence = fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
+		if v.ctxErr != nil {
+			silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
 		}
 	}
-	return errs
+	var out []*NodeError
+	for i, answered := range v.answered {
+		switch {
+		case v.failedAt(i):
+			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: v.errs[i]})
+		case !answered && silence != nil:
+			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: silence})
+		}
+	}
+	return out
 }
 
 // sendAll sends one call to each node (or those listed in only) and does not wait for the

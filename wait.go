@@ -116,6 +116,7 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	}()
 	listening := false
 	failures := 0 // consecutive attempts that reached no verdict
+	splits := 0   // consecutive split votes
 	var lastErr error
 	backoff := minBackoff
 	left := time.Duration(-1)
@@ -149,6 +150,9 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 		if a.err == nil {
 			failures = 0
 		}
+		if !a.split {
+			splits = 0
+		}
 		var sleep time.Duration
 		switch {
 		case a.err != nil && a.permanent:
@@ -177,9 +181,10 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 			// Contenders split the votes and undid their partial holds, which publishes:
 			// ignore those wake-ups and retry after a random delay, so that they do not
 			// collide again.
-			if err := t.sleep(ctx, splitDelay()); err != nil {
+			if err := t.sleep(ctx, splitDelay(splits)); err != nil {
 				return nil, err
 			}
+			splits++
 			drain(wake)
 			continue
 		default:
@@ -238,10 +243,12 @@ func (t *target) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// splitDelay is the random pause after a split vote: a few round trips, spread so that
-// the contenders come back one at a time.
-func splitDelay() time.Duration {
-	return time.Millisecond + rand.N(20*time.Millisecond)
+// splitDelay is the random pause after the split vote that follows splits others in a
+// row: a few round trips, spread so that the contenders come back one at a time. The
+// spread doubles with each split in a row, up to 160ms: nodes held by no one with a
+// majority may also be a holder's that lost it, which only its expiry clears.
+func splitDelay(splits int) time.Duration {
+	return time.Millisecond + rand.N(20*time.Millisecond<<min(splits, 3))
 }
 
 func drain(ch chan struct{}) {

@@ -23,14 +23,14 @@ type machineInfo struct {
 	Redis      string `json:"redis_server"`
 }
 
-func describeMachine(redisBin string) machineInfo {
+func describeMachine(redisVersion string) machineInfo {
 	m := machineInfo{
 		NumCPU:     runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		CPU:        procField("/proc/cpuinfo", "model name"),
 		Memory:     procField("/proc/meminfo", "MemTotal"),
 		Go:         runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		Redis:      redisVersion(redisBin),
+		Redis:      redisVersion,
 	}
 	if kb, err := strconv.ParseFloat(strings.Fields(m.Memory + " 0")[0], 64); err == nil && kb > 0 {
 		m.Memory = strconv.FormatFloat(kb/1024/1024, 'f', 1, 64) + " GiB"

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // benchConfig is everything that shapes the numbers.
@@ -131,9 +133,9 @@ func libIDs() []string {
 type bench struct {
 	cfg    benchConfig
 	log    io.Writer
-	self   string    // this executable, re-run as hot-key workers
-	single *server   // standalone server for every scenario but quorum
-	nodes  []*server // the quorum
+	self   string              // this executable, re-run as hot-key workers
+	single *redistest.Server   // standalone server for every scenario but quorum
+	nodes  []*redistest.Server // the quorum
 
 	adminMu sync.Mutex
 	admins  map[string]*redis.Client
@@ -162,10 +164,6 @@ func run(cfg benchConfig, out outputs, command string, log io.Writer, signals bo
 	if err := checkConfig(cfg); err != nil {
 		return err
 	}
-	bin, err := redisBinary()
-	if err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot re-run myself as hot-key workers: %w", err)
@@ -177,12 +175,12 @@ func run(cfg benchConfig, out outputs, command string, log io.Writer, signals bo
 		}
 	}()
 
-	servers, err := startServers(bin, 6)
+	servers, stopServers, err := startServers(6)
 	if err != nil {
 		return err
 	}
 	var stopOnce sync.Once
-	stop := func() { stopOnce.Do(func() { stopServers(servers) }) }
+	stop := func() { stopOnce.Do(stopServers) }
 	defer stop()
 	if signals {
 		sig := make(chan os.Signal, 1)
@@ -201,7 +199,7 @@ func run(cfg benchConfig, out outputs, command string, log io.Writer, signals bo
 		Started:  time.Now().UTC().Round(time.Second),
 		Command:  command,
 		Config:   cfg,
-		Machine:  describeMachine(bin),
+		Machine:  describeMachine(b.redisVersion(b.single.Addr)),
 		Versions: libraryVersions(),
 	}
 	b.logf("bench: redis-server %s on %s (standalone) and %d quorum nodes; %d runs of each scenario",
@@ -267,7 +265,7 @@ func selectedLibs(sc string, only []string) []string {
 func (b *bench) flush() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range append([]*server{b.single}, b.nodes...) {
+	for _, s := range append([]*redistest.Server{b.single}, b.nodes...) {
 		if err := b.admin(s.Addr).FlushAll(ctx).Err(); err != nil {
 			return fmt.Errorf("FLUSHALL on %s: %w", s.Addr, err)
 		}

@@ -94,7 +94,7 @@ func (b *bench) throughput(lib string, run int) *result {
 	}
 	ready.Wait()
 	lua0, luaErr := b.scriptMicros(b.single.Addr)
-	srv0, srvOK := processCPU(b.single.cmd.Process.Pid)
+	srv0, srvOK := processCPU(b.single.PID())
 	cli0, cliOK := selfCPU()
 	t0 := time.Now()
 	close(start)
@@ -102,7 +102,7 @@ func (b *bench) throughput(lib string, run int) *result {
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(t0)
-	srv1, srvOK1 := processCPU(b.single.cmd.Process.Pid)
+	srv1, srvOK1 := processCPU(b.single.PID())
 	cli1, cliOK1 := selfCPU()
 	lua1, luaErr1 := b.scriptMicros(b.single.Addr)
 	if firstErr != nil {

@@ -94,14 +94,14 @@ func cmdBench(c *cli, args []string) error {
 	res := benchResult{Kind: bc.kind, Goroutines: bc.goroutines, Processes: bc.processes, HoldMS: ms(bc.hold), DurationMS: ms(bc.duration)}
 	urls := bc.sf.urls(c, "")
 	if len(urls) == 0 {
-		emb, err := startEmbedded()
+		mr, url, err := startEmbedded()
 		if err != nil {
-			return fail(exitFailure, "%v", err)
+			return err
 		}
-		defer emb.Close()
-		urls, bc.sf.cluster, res.Embedded = []string{emb.URL()}, false, true
+		defer mr.Close()
+		urls, bc.sf.cluster, res.Embedded = []string{url}, false, true
 	}
-	srv, err := parseServers(urls, bc.sf.cluster, c.red)
+	srv, err := parseServers(urls, bc.sf.cluster, bc.sf.tls, c.red)
 	if err != nil {
 		return usage("bench", "%v", err)
 	}

@@ -26,8 +26,9 @@ type deployment struct {
 
 // node is one deployment: for a quorum, one of its servers.
 type node struct {
-	rdb  redis.UniversalClient
-	name string // address, for output; never credentials
+	rdb      redis.UniversalClient
+	name     string                 // address, for output; never credentials
+	failover *redis.FailoverOptions // a master found through Sentinel: how; else nil
 }
 
 // open makes the Redis clients; it does not connect yet.
@@ -37,9 +38,8 @@ func (s *servers) open() *deployment {
 		return &deployment{cluster: true, nodes: []node{{rdb: redis.NewClusterClient(&opts), name: "cluster " + strings.Join(opts.Addrs, ",")}}}
 	}
 	d := &deployment{}
-	for _, o := range s.nodes {
-		opts := *o
-		d.nodes = append(d.nodes, node{rdb: redis.NewClient(&opts), name: nodeLabel(o)})
+	for _, n := range s.nodes {
+		d.nodes = append(d.nodes, node{rdb: n.client(), name: n.label(), failover: n.failover})
 	}
 	return d
 }
@@ -66,7 +66,7 @@ func (d *deployment) check(ctx context.Context, warn func(string)) error {
 	errs := make([]error, len(d.nodes))
 	var wg sync.WaitGroup
 	for i, n := range d.nodes {
-		wg.Go(func() { errs[i] = n.rdb.Ping(ctx).Err() })
+		wg.Go(func() { errs[i] = n.ping(ctx) })
 	}
 	wg.Wait()
 	var failed []string
@@ -85,6 +85,20 @@ func (d *deployment) check(ctx context.Context, warn func(string)) error {
 		return fail(exitUnavailable, "cannot use Redis at %s", failed[0])
 	}
 	return fail(exitUnavailable, "cannot use a majority of the %d servers: %s", len(d.nodes), strings.Join(failed, "; "))
+}
+
+// ping checks that the node answers. When a master found through Sentinel does not, and
+// the Sentinels are why, their errors say so: go-redis retries them until ctx ends and
+// then says only that.
+func (n node) ping(ctx context.Context) error {
+	err := n.rdb.Ping(ctx).Err()
+	if err == nil || n.failover == nil {
+		return err
+	}
+	if why := askSentinels(context.WithoutCancel(ctx), n.failover); why != nil {
+		return why
+	}
+	return err
 }
 
 // client returns a dlock Client on the deployment: New for one deployment, NewQuorum for

@@ -84,15 +84,15 @@ func cmdDemo(c *cli, args []string) error {
 	urls := dc.sf.urls(c, "")
 	where := ""
 	if len(urls) == 0 {
-		emb, err := startEmbedded()
+		mr, url, err := startEmbedded()
 		if err != nil {
-			return fail(exitFailure, "%v", err)
+			return err
 		}
-		defer emb.Close()
-		urls, dc.sf.cluster = []string{emb.URL()}, false
-		where = "an embedded Redis (miniredis) at " + emb.mr.Addr()
+		defer mr.Close()
+		urls, dc.sf.cluster = []string{url}, false
+		where = "an embedded Redis (miniredis) at " + mr.Addr()
 	}
-	srv, err := parseServers(urls, dc.sf.cluster, c.red)
+	srv, err := parseServers(urls, dc.sf.cluster, dc.sf.tls, c.red)
 	if err != nil {
 		return usage("demo", "%v", err)
 	}

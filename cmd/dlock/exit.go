@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -83,16 +84,8 @@ func unavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
-	msg := err.Error()
-	for _, s := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "invalid password", "invalid username-password",
-		"connection refused", "i/o timeout", "did not answer", "no such host", "LOADING", "CLUSTERDOWN",
-		"MASTERDOWN", "READONLY", "TRYAGAIN", "tls:", "x509:", "dial tcp", "connection reset",
-		"cluster support disabled", "MOVED "} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	p := diagnose(oneLine(err.Error()))
+	return p != nil && p.unavailable
 }
 
 // redisFailure wraps an error from a Redis request made by dlock itself: exit 69 when Redis
@@ -108,30 +101,111 @@ func redisFailure(what string, err error) error {
 	return fail(code, "%s: %s", what, explainRedis(err))
 }
 
-// explainRedis adds what to do to the Redis errors whose cause is a setting or a server
-// that is not there.
+// explainRedis returns the error's message on one line, with what to do when its cause
+// is known.
 func explainRedis(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "the server refused the credentials"):
-		return msg // already explained by the library
-	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"),
-		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"):
-		return msg + " (the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS)"
-	case strings.Contains(msg, "NOPERM"):
-		return msg + " (the Redis user lacks a permission dlock needs: check its ACL)"
-	case strings.Contains(msg, "connection refused"):
-		return msg + " (is redis-server running there? Give its URL with --redis or DLOCK_REDIS)"
-	case strings.Contains(msg, "i/o timeout"), errors.Is(err, context.DeadlineExceeded):
-		return msg + " (the server did not answer in time: is the address right and the server up?)"
-	case strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"), strings.Contains(msg, "first record does not look like a TLS handshake"):
-		return msg + " (the TLS connection failed: rediss:// needs a server with TLS and a certificate this machine trusts; use redis:// for a plain connection)"
-	case strings.Contains(msg, "cluster support disabled"):
-		return msg + " (the server is not a Redis Cluster node: drop --cluster)"
-	case strings.HasPrefix(msg, "MOVED "), strings.Contains(msg, ": MOVED "), strings.HasPrefix(msg, "CROSSSLOT"):
-		return msg + " (the server is a Redis Cluster node: add --cluster)"
-	case strings.Contains(msg, "WRONGTYPE"):
-		return msg + " (a key of the lock is used by something else: choose another name or --prefix)"
+	msg := oneLine(err.Error())
+	hint := ""
+	if p := diagnose(msg); p != nil {
+		hint = p.hint
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		hint = timeoutHint
 	}
-	return msg
+	if hint == "" {
+		return msg
+	}
+	return msg + " (" + hint + ")"
+}
+
+// go-redis's error when no Sentinel gave the master's address (the Sentinels' errors
+// follow, one per line), and what dlock says instead: not all of them were unreachable.
+const (
+	sentinelsFailed = "redis: all sentinels specified in configuration are unreachable: "
+	noSentinel      = "no Sentinel gave the master's address: "
+)
+
+// oneLine puts a multi-line error (errors.Join, as go-redis gives the Sentinels' errors)
+// on one line, each distinct line once.
+func oneLine(msg string) string {
+	head, rest, ok := strings.Cut(msg, sentinelsFailed)
+	if ok {
+		head += noSentinel
+	} else {
+		head, rest = "", msg
+	}
+	var lines []string
+	for _, l := range strings.Split(rest, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	return head + strings.Join(lines, "; ")
+}
+
+// problem is a known cause of a Redis error, told by the error's text.
+type problem struct {
+	signs       []string // the error's text contains one of them; nil: any text
+	sentinel    bool     // and it is the Sentinels' error
+	unavailable bool     // Redis cannot be used: exit 69
+	hint        string   // what to do, or ""
+}
+
+// credentialSigns are the replies of a server that refused the credentials.
+var credentialSigns = []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}
+
+const (
+	credentialsHint = "the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS"
+	timeoutHint     = "the server did not answer in time: is the address right and the server up?"
+)
+
+// problems are the known causes, the most specific first: diagnose takes the first that
+// matches.
+var problems = []problem{
+	{signs: []string{"the server refused the credentials"}, unavailable: true}, // explained by the library
+	{signs: []string{"certificate signed by unknown authority"}, unavailable: true,
+		hint: "the server's certificate is not signed by a CA dlock trusts: give the CA's certificate with --tls-ca (or tls-ca= in the URL)"},
+	{signs: []string{"certificate has expired or is not yet valid"}, unavailable: true,
+		hint: "the server's certificate has expired, or is not valid yet: renew it on the server, or check this machine's clock"},
+	{signs: []string{"certificate is valid for", "certificate is not valid for any names"}, unavailable: true,
+		hint: "the server's certificate does not name the URL's host: give a name it has with --tls-server-name"},
+	{signs: []string{"tls: certificate required"}, unavailable: true,
+		hint: "the server asks for a client certificate: give it with --tls-cert and --tls-key"},
+	{signs: []string{"tls: unknown certificate authority", "tls: bad certificate", "tls: expired certificate", "tls: certificate unknown"}, unavailable: true,
+		hint: "the server refused the client certificate (--tls-cert): it must be valid and signed by a CA the server trusts"},
+	{signs: []string{"first record does not look like a TLS handshake"}, unavailable: true,
+		hint: "the server does not speak TLS there: use redis://, or the server's TLS port"},
+	{signs: []string{"tls:", "x509:"}, unavailable: true,
+		hint: "the TLS connection failed: rediss:// needs a server with TLS and a certificate this machine trusts (or give its CA with --tls-ca); use redis:// for a plain connection"},
+	{signs: credentialSigns, sentinel: true, unavailable: true,
+		hint: "the Sentinels refused the credentials: give theirs as sentinel-password= (and sentinel-user=) in the URL; the user and password before the @ are the master's"},
+	{signs: []string{"redis: nil"}, sentinel: true, unavailable: true,
+		hint: "the Sentinels know no master by the name in the URL's path: check it; SENTINEL MASTERS lists theirs"},
+	{sentinel: true, unavailable: true,
+		hint: "no Sentinel answered: check the host:port list of the URL (Sentinels listen on 26379 unless told otherwise) and that redis-sentinel runs there"},
+	{signs: credentialSigns, unavailable: true, hint: credentialsHint},
+	{signs: []string{"NOPERM"}, unavailable: true, hint: "the Redis user lacks a permission dlock needs: check its ACL"},
+	{signs: []string{"connection refused"}, unavailable: true, hint: "is redis-server running there? Give its URL with --redis or DLOCK_REDIS"},
+	{signs: []string{"i/o timeout"}, unavailable: true, hint: timeoutHint},
+	{signs: []string{"cluster support disabled"}, unavailable: true, hint: "the server is not a Redis Cluster node: drop --cluster"},
+	{signs: []string{"MOVED ", "CROSSSLOT"}, unavailable: true, hint: "the server is a Redis Cluster node: add --cluster"},
+	{signs: []string{"WRONGTYPE"}, hint: "a key of the lock is used by something else: choose another name or --prefix"},
+	{signs: []string{"EOF", "connection reset"}, unavailable: true,
+		hint: "the server closed the connection: if it expects TLS there, use rediss://; over TLS, it may want a client certificate: give it with --tls-cert and --tls-key"},
+	{signs: []string{"did not answer", "no such host", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN",
+		"dial tcp"}, unavailable: true},
+}
+
+// diagnose returns the known cause of the error with the text msg (from oneLine), or nil.
+func diagnose(msg string) *problem {
+	sentinel := strings.Contains(msg, noSentinel)
+	for i := range problems {
+		p := &problems[i]
+		if p.sentinel && !sentinel {
+			continue
+		}
+		if p.signs == nil || slices.ContainsFunc(p.signs, func(sign string) bool { return strings.Contains(msg, sign) }) {
+			return p
+		}
+	}
+	return nil
 }

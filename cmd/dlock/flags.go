@@ -17,6 +17,7 @@ import (
 type serverFlags struct {
 	redis   stringList
 	cluster bool
+	tls     tlsFlags
 	prefix  string
 	verbose bool
 }
@@ -24,6 +25,8 @@ type serverFlags struct {
 func (sf *serverFlags) register(fs *flag.FlagSet) {
 	fs.Var(&sf.redis, "redis", "server `URL`; repeat for a quorum")
 	fs.BoolVar(&sf.cluster, "cluster", false, "the URLs are seeds of one Redis Cluster")
+	sf.tls = tlsFlags{}
+	sf.tls.register(fs)
 	fs.StringVar(&sf.prefix, "prefix", "dlock:", "key namespace")
 	fs.BoolVar(&sf.verbose, "verbose", false, "log what the library does on stderr")
 }
@@ -48,7 +51,7 @@ func (sf *serverFlags) servers(c *cli, cmd string) (*servers, error) {
 	if sf.verbose {
 		redis.SetLogger(redisLogger{w: c.stderr})
 	}
-	s, err := parseServers(sf.urls(c, defaultServer), sf.cluster, c.red)
+	s, err := parseServers(sf.urls(c, defaultServer), sf.cluster, sf.tls, c.red)
 	if err != nil {
 		return nil, usage(cmd, "%v", err)
 	}

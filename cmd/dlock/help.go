@@ -27,22 +27,41 @@ Flags may come before or after the arguments; 'dlock COMMAND --help' shows a com
 
 Servers (every command):
   --redis URL   a Redis server: redis://[user:password@]host[:port][/db], or rediss://
-                for TLS. Repeat it for a Redlock quorum of independent servers (3 or 5).
-                Default: $DLOCK_REDIS, else redis://127.0.0.1:6379 (demo and bench: an
-                embedded Redis). Percent-encode special characters in the password.
+                for TLS; or a master found through its Sentinels:
+                redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
+                (the Sentinels' port is 26379 unless given; rediss+sentinel:// for TLS
+                to the Sentinels and the master). Repeat --redis for a Redlock quorum of
+                independent servers (3 or 5). Default: $DLOCK_REDIS, else
+                redis://127.0.0.1:6379 (demo and bench: an embedded Redis).
+                The user and password are the server's (the master's): a Redis ACL user,
+                or the password alone for the default user. Percent-encode special
+                characters in them. Sentinels that require a password of their own get
+                it from the query: ?sentinel-password=PW (and sentinel-user=USER).
   --cluster     the URLs are seed nodes of one Redis Cluster (Redis 7 or later)
+  --tls-ca FILE the CA certificates (PEM) that sign the servers' certificates; without
+                it, the system's trust store
+  --tls-cert FILE, --tls-key FILE
+                a client certificate and its private key (PEM), for servers that ask
+                clients for one (tls-auth-clients)
+  --tls-server-name NAME
+                the name the servers' certificates must have, if not the URL's host (for
+                a Sentinel URL: the host of each Sentinel, and the master's address)
   --prefix P    the key namespace (default "dlock:"); "" for bare keys, shared with
                 Redlock clients in other languages
   --verbose     log what the library does (lost leases, failed renewals) on stderr
+The --tls-* flags apply to every TLS URL that does not set its own in its query:
+?tls-ca=FILE&tls-cert=FILE&tls-key=FILE&tls-server-name=NAME. dlock always checks the
+server's certificate: there is no option to turn that off.
 Passwords never appear in dlock's output, logs or errors: they are masked everywhere.
 
 Exit codes:
   0      success
   1      a failure not listed below (a Redis error, the demo's own checks)
-  2      bad usage: unknown command or flag, bad URL or lock name, or a combination
-         that cannot work (--fair on a quorum)
-  69     Redis cannot be used: unreachable, too slow, or it refused the credentials or
-         a command
+  2      bad usage: unknown command or flag, bad URL, TLS file or lock name, or a
+         combination that cannot work (--fair on a quorum)
+  69     Redis cannot be used: unreachable, too slow, no Sentinel names the master, the
+         TLS handshake failed (a certificate not trusted, expired or refused), or it
+         refused the credentials or a command
   70     run: the lock was lost while the command ran, and the command was stopped
   75     run: the lock was not acquired in time (someone else holds it); try later
   126    run: the command cannot be executed
@@ -52,7 +71,8 @@ Exit codes:
 
 Environment:
   DLOCK_REDIS   server URLs, comma-separated, used when no --redis is given (percent-
-                encode a comma in a password as %2C)
+                encode a comma in a password as %2C; the commas between the Sentinels
+                of a Sentinel URL stay as they are)
   DLOCK_NAME    set by 'dlock run' for the command: the lock's name
   DLOCK_TOKEN   set by 'dlock run' for the command: the fencing token, a decimal integer
                 larger than that of every earlier holder of the lock. Give it to the
@@ -63,7 +83,8 @@ Environment:
 	return b.String()
 }
 
-const serverFlagsHelp = `  --redis URL, --cluster, --prefix P, --verbose
+const serverFlagsHelp = `  --redis URL, --cluster, --tls-ca FILE, --tls-cert FILE, --tls-key FILE,
+  --tls-server-name NAME, --prefix P, --verbose
                  the servers and the key namespace: see 'dlock help'
 `
 
@@ -116,6 +137,7 @@ Examples:
   dlock run nightly-report -- ./report.sh --full
   dlock run --wait 5m --ttl 1m deploy -- make deploy
   DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run cron:cleanup -- ./cleanup
+  dlock run --redis redis+sentinel://app:secret@s1,s2,s3/mymaster backup -- ./backup.sh
 `
 
 const statusSummary = "show who holds locks: dlock status [flags] NAME..."
@@ -171,8 +193,9 @@ Flags:
            readers, writers_waiting; for a Semaphore holders, permits_in_use, queue; for
            a FairMutex (and a free lock with a queue) queue: the live queue entries
 ` + serverFlagsHelp + `
-Example:
+Examples:
   dlock status nightly-report deploy
+  dlock status --redis rediss://redis.internal:6380 --tls-ca ca.pem nightly-report
 `
 
 const listSummary = "list the locks under the prefix: dlock list [flags] [PATTERN]"
@@ -300,6 +323,16 @@ Flags:
 ` + serverFlagsHelp + `
 Example:
   dlock bench --redis redis://10.0.0.5:6379 --goroutines 32 --processes 4
+`
+
+const versionSummary = "print dlock's version"
+
+const versionHelp = `Usage: dlock version
+
+Prints dlock's version as the build recorded it: the module version for 'go install
+github.com/seed51c676c8/dlock/cmd/dlock@v0.1.0' (for a build from a git checkout, a
+pseudo-version that names the commit); else the commit, with "-dirty" if the source had
+uncommitted changes; else the release the source belongs to.
 `
 
 const helpSummary = "this reference; 'dlock help COMMAND' for one command"

@@ -7,6 +7,7 @@
 //	dlock unlock --force [flags] NAME...      remove a stuck lock
 //	dlock demo [flags]                        the flash sale, without and with a lock
 //	dlock bench [flags]                       throughput and wait times
+//	dlock version                             which dlock this is
 //	dlock help [COMMAND]                      the reference: flags, exit codes, environment
 //
 // 'dlock help' is the reference; README.md in this directory holds the same text.
@@ -44,6 +45,7 @@ func init() {
 		{name: "unlock", summary: unlockSummary, help: unlockHelp, flags: func() *flag.FlagSet { return new(unlockCmd).flagSet() }, run: cmdUnlock},
 		{name: "demo", summary: demoSummary, help: demoHelp, flags: func() *flag.FlagSet { return new(demoCmd).flagSet() }, run: cmdDemo},
 		{name: "bench", summary: benchSummary, help: benchHelp, flags: func() *flag.FlagSet { return new(benchCmd).flagSet() }, run: cmdBench},
+		{name: "version", summary: versionSummary, help: versionHelp, flags: func() *flag.FlagSet { return newFlagSet("version") }, run: cmdVersion},
 		{name: "help", summary: helpSummary, help: helpHelp, run: cmdHelp},
 		{name: demoBuyerCommand, hidden: true, run: cmdDemoBuyer},
 		{name: benchWorkerCommand, hidden: true, run: cmdBenchWorker},

@@ -14,7 +14,7 @@ import (
 // to a redactor before anything is printed, and every line dlock writes passes through it:
 // the password is replaced in every spelling an error may echo it in (as given,
 // percent-decoded, percent-encoded, Go-quoted), and the userinfo of anything shaped like a
-// URL is masked as well.
+// URL, and the value of any sentinel-password parameter, are masked as well.
 
 // placeholders replace a secret; the first that contains no secret is used, so that a
 // replaced password cannot reappear inside its own replacement.
@@ -23,6 +23,12 @@ var placeholders = []string{"xxxxx", "*****", "#####", "<redacted>", "-----"}
 // urlUserinfo matches the user:password@ part of anything shaped like a URL; the password
 // runs to the last @ before white space or a quote, as net/url reads it.
 var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:"]*:)[^\s"]*@`)
+
+// querySecret matches a password given as a query parameter, up to the next parameter.
+var querySecret = regexp.MustCompile(`((?:^|[?&\s])` + paramSentinelPassword + `=)[^&#\s"]+`)
+
+// maskQuerySecrets masks the values of the password parameters in text.
+func maskQuerySecrets(text string) string { return querySecret.ReplaceAllString(text, "${1}xxxxx") }
 
 // maskUserinfo masks the password in a match of urlUserinfo. The placeholder of the
 // documentation, "user:password@", is left alone: a real password "password" given to
@@ -52,7 +58,8 @@ func (r *redactor) addURL(rawURL string) {
 	}
 }
 
-// urlSecrets returns the password of rawURL in every spelling it may be printed in.
+// urlSecrets returns the passwords of rawURL (the userinfo's, sentinel-password's) in
+// every spelling they may be printed in.
 func urlSecrets(rawURL string) []string {
 	var raw []string
 	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
@@ -62,6 +69,9 @@ func urlSecrets(rawURL string) []string {
 	}
 	if _, _, pw, ok, _ := splitURL(rawURL); ok {
 		raw = append(raw, pw)
+	}
+	for _, m := range querySecret.FindAllStringSubmatchIndex(rawURL, -1) {
+		raw = append(raw, rawURL[m[3]:m[1]])
 	}
 	var out []string
 	for _, s := range raw {
@@ -120,7 +130,7 @@ func (r *redactor) containsSecretLocked(text string) bool {
 
 // String returns text without any recorded secret and with the userinfo of URLs masked.
 func (r *redactor) String(text string) string {
-	text = urlUserinfo.ReplaceAllStringFunc(text, maskUserinfo)
+	text = maskQuerySecrets(urlUserinfo.ReplaceAllStringFunc(text, maskUserinfo))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.replacer == nil {

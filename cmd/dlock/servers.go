@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,174 +13,134 @@ import (
 // defaultServer is used when neither --redis nor DLOCK_REDIS names a server.
 const defaultServer = "redis://127.0.0.1:6379"
 
-// servers is what --redis, DLOCK_REDIS and --cluster describe: one deployment, the
-// independent nodes of a Redlock quorum, or one Redis Cluster. It holds credentials: print
-// only describe(), never the URLs or the options.
+// servers is what --redis, DLOCK_REDIS, --cluster and the --tls-* flags describe: one
+// deployment, the independent nodes of a Redlock quorum, or one Redis Cluster. It holds
+// credentials: print only describe(), never the URLs or the options.
 type servers struct {
-	urls    []string              // as given, for worker processes (through the environment)
+	urls    []string              // as given with the --tls-* flags added: for worker processes (through the environment)
 	cluster *redis.ClusterOptions // --cluster: one Cluster, seeded by every URL's addresses
-	nodes   []*redis.Options      // otherwise: one server, or the nodes of a quorum
+	nodes   []nodeOptions         // otherwise: one deployment, or the nodes of a quorum
+}
+
+// nodeOptions are the options of one deployment: a standalone server, or a master found
+// through its Sentinels. Exactly one is set.
+type nodeOptions struct {
+	server   *redis.Options
+	failover *redis.FailoverOptions
 }
 
 // splitServerList splits a comma-separated DLOCK_REDIS value; empty entries are dropped.
-// A comma inside a password must be percent-encoded (%2C).
+// A comma inside a password must be percent-encoded (%2C); the commas between the
+// Sentinels of a Sentinel URL are kept.
 func splitServerList(s string) []string {
 	var out []string
 	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case len(out) > 0 && !strings.Contains(part, "://") && inHostList(out[len(out)-1]):
+			out[len(out)-1] += "," + part
+		default:
 			out = append(out, part)
 		}
 	}
 	return out
 }
 
-// parseServers parses server URLs. The URLs' passwords are given to red first, and every
-// error it returns has been scrubbed by red: none contains a password.
-func parseServers(urls []string, cluster bool, red *redactor) (*servers, error) {
+// inHostList reports whether u, cut at a comma, ends inside the host list of a Sentinel URL.
+func inHostList(u string) bool {
+	_, _, _, _, rest := splitURL(u)
+	return isSentinel(schemeOf(u)) && !strings.ContainsAny(rest, "/?#")
+}
+
+// parseServers parses server URLs, with the TLS flags tf. The URLs' passwords are given to
+// red first, and every error it returns has been scrubbed by red: none contains a password.
+func parseServers(urls []string, cluster bool, tf tlsFlags, red *redactor) (*servers, error) {
 	for _, u := range urls {
 		red.addURL(u)
 	}
-	s, err := parseServersRaw(urls, cluster)
+	s, err := parseServersRaw(urls, cluster, tf)
 	if err != nil {
 		return nil, fmt.Errorf("%s", red.String(err.Error()))
 	}
 	return s, nil
 }
 
-func parseServersRaw(urls []string, cluster bool) (*servers, error) {
+func parseServersRaw(urls []string, cluster bool, tf tlsFlags) (*servers, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("no Redis server given: use --redis URL or DLOCK_REDIS")
 	}
-	s := &servers{urls: slices.Clone(urls)}
+	urls, err := tf.applyTo(urls)
+	if err != nil {
+		return nil, err
+	}
+	s := &servers{urls: urls}
 	if cluster {
 		return s, s.parseCluster()
 	}
 	seen := map[string]int{}
 	for i, raw := range urls {
-		opts, err := parseOneURL(raw)
+		n, err := parseNode(raw)
 		if err != nil {
 			return nil, err
 		}
-		key := opts.Network + " " + opts.Addr
-		if j, dup := seen[key]; dup {
-			return nil, fmt.Errorf("servers %d and %d are both %s: a quorum needs distinct, independent servers", j+1, i+1, opts.Addr)
+		if j, dup := seen[n.addr()]; dup {
+			return nil, fmt.Errorf("servers %d and %d are both %s: a quorum needs distinct, independent servers", j+1, i+1, n.addr())
 		}
-		seen[key] = i
-		s.nodes = append(s.nodes, opts)
+		seen[n.addr()] = i
+		s.nodes = append(s.nodes, n)
 	}
 	return s, nil
 }
 
-// urlForm is the shape every URL error message shows.
-const urlForm = "redis://[user:password@]host[:port][/db] (rediss:// for TLS)"
-
-// parseOneURL parses a standalone server's URL; its errors never quote the URL, but they
-// may quote parts of it (net/url does): the caller scrubs them.
-func parseOneURL(raw string) (*redis.Options, error) {
-	if err := checkScheme(raw, "redis", "rediss", "unix"); err != nil {
-		return nil, err
-	}
-	opts, err := redis.ParseURL(raw)
+// parseNode parses the URL of one deployment: a standalone server or a Sentinel URL.
+func parseNode(raw string) (nodeOptions, error) {
+	p, err := splitServerURL(raw, "redis", "rediss", "unix", sentinelScheme, sentinelTLSScheme)
 	if err != nil {
-		return nil, badURL(raw, err)
+		return nodeOptions{}, err
 	}
-	return opts, nil
+	if p.sentinel() {
+		o, err := p.failoverOptions()
+		return nodeOptions{failover: o}, err
+	}
+	o, err := redis.ParseURL(p.u.String())
+	if err != nil {
+		return nodeOptions{}, badURL(raw, err)
+	}
+	if o.TLSConfig, err = p.tlsConfig(o.TLSConfig); err != nil {
+		return nodeOptions{}, err
+	}
+	return nodeOptions{server: o}, nil
 }
 
-func checkScheme(raw string, allowed ...string) error {
-	scheme, _, _, _, _ := splitURL(raw)
-	scheme = strings.TrimSuffix(scheme, "://")
-	if scheme == "" {
-		return fmt.Errorf("bad server URL %s: no scheme; want %s", redactedURL(raw), urlForm)
-	}
-	if !slices.Contains(allowed, strings.ToLower(scheme)) {
-		return fmt.Errorf("bad server URL %s: scheme %q is not one of %s; want %s", redactedURL(raw), scheme, strings.Join(allowed, ", "), urlForm)
-	}
-	return nil
-}
-
-// badURL explains a URL that go-redis or net/url refused. Their messages quote parts of
-// the URL, which may be parts of a password that could not be told apart from the rest
-// (a '/' or '?' in an unencoded password): only the kind of problem is kept.
-func badURL(raw string, err error) error {
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		msg = ue.Err.Error()
-	}
-	msg = strings.TrimPrefix(strings.TrimPrefix(msg, "redis: "), "net/url: ")
-	msg = quoted.ReplaceAllString(msg, "")
-	if i := strings.Index(msg, ": "); i >= 0 {
-		msg = msg[:i]
-	}
-	msg = strings.Join(strings.Fields(msg), " ")
-	hint := ""
-	switch {
-	case strings.Contains(msg, "escape"), strings.Contains(msg, "userinfo"):
-		hint = " (percent-encode special characters in the user and password: @ as %40, / as %2F, % as %25, : in the user as %3A)"
-	case strings.Contains(msg, "option"):
-		hint = " (see the query options of go-redis ParseURL)"
-	}
-	return fmt.Errorf("bad server URL %s: %s%s; want %s", redactedURL(raw), msg, hint, urlForm)
-}
-
-// quoted matches a Go-quoted string in an error message.
-var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-
-// validScheme matches a URL scheme as RFC 3986 defines it.
-var validScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*$`)
-
-// splitURL cuts raw into "scheme://" (empty unless the scheme is valid), the user, the
-// password and what follows the last '@'. The password is what lies between the first ':'
-// of the userinfo and the last '@': what net/url takes as the password, and more when the
-// URL is malformed, so that a password is never shown even in part.
-func splitURL(raw string) (scheme, user, password string, hasPassword bool, rest string) {
-	rest = raw
-	if s, r, ok := strings.Cut(raw, "://"); ok && validScheme.MatchString(s) {
-		scheme, rest = s+"://", r
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return scheme, "", "", false, rest
-	}
-	user, password, hasPassword = strings.Cut(rest[:at], ":")
-	return scheme, user, password, hasPassword, rest[at+1:]
-}
-
-// redactedURL shows raw quoted, with its password masked.
-func redactedURL(raw string) string {
-	scheme, user, _, hasPassword, rest := splitURL(raw)
-	switch {
-	case hasPassword:
-		return strconv.Quote(scheme + user + ":xxxxx@" + rest)
-	case strings.Contains(raw, "@"):
-		return strconv.Quote(scheme + user + "@" + rest)
-	}
-	return strconv.Quote(raw)
-}
-
-// parseCluster reads every URL as a seed of one Cluster: they must agree on the scheme and
-// the credentials, and their addresses (with any ?addr= parameters) are merged.
+// parseCluster reads every URL as a seed of one Cluster: they must agree on the scheme,
+// the credentials and the TLS parameters, and their addresses (with any ?addr=
+// parameters) are merged.
 func (s *servers) parseCluster() error {
+	var first *parsedURL
 	for i, raw := range s.urls {
-		if err := checkScheme(raw, "redis", "rediss"); err != nil {
+		p, err := splitServerURL(raw, "redis", "rediss")
+		if err != nil {
 			return err
 		}
-		opts, err := redis.ParseClusterURL(raw)
+		opts, err := redis.ParseClusterURL(p.u.String())
 		if err != nil {
 			return badURL(raw, err)
 		}
 		if i == 0 {
-			s.cluster = opts
+			first, s.cluster = p, opts
+			s.cluster.TLSConfig, err = p.tlsConfig(opts.TLSConfig)
+			if err != nil {
+				return err
+			}
 			continue
 		}
-		first := s.cluster
-		if opts.Username != first.Username || opts.Password != first.Password || (opts.TLSConfig == nil) != (first.TLSConfig == nil) {
-			return fmt.Errorf("with --cluster every URL is a seed of the same Cluster: URL %d differs from the first in its user, password or scheme; give one URL, or URLs with the same credentials", i+1)
+		if opts.Username != s.cluster.Username || opts.Password != s.cluster.Password || p.scheme != first.scheme || !maps.Equal(p.params, first.params) {
+			return fmt.Errorf("with --cluster every URL is a seed of the same Cluster: URL %d differs from the first in its user, password, scheme or TLS parameters; give one URL, or URLs with the same credentials", i+1)
 		}
 		for _, a := range opts.Addrs {
-			if !slices.Contains(first.Addrs, a) {
-				first.Addrs = append(first.Addrs, a)
+			if !slices.Contains(s.cluster.Addrs, a) {
+				s.cluster.Addrs = append(s.cluster.Addrs, a)
 			}
 		}
 	}
@@ -199,8 +157,8 @@ func (s *servers) describe() string {
 		return d
 	}
 	names := make([]string, len(s.nodes))
-	for i, o := range s.nodes {
-		names[i] = nodeLabel(o)
+	for i, n := range s.nodes {
+		names[i] = n.label()
 	}
 	if len(names) == 1 {
 		return names[0]
@@ -208,21 +166,45 @@ func (s *servers) describe() string {
 	return fmt.Sprintf("a quorum of %d servers: %s", len(names), strings.Join(names, ", "))
 }
 
-// nodeLabel names one standalone server: its address, then its database and TLS if any.
-func nodeLabel(o *redis.Options) string {
-	name := o.Addr
-	if o.Network == "unix" {
-		name = "unix:" + o.Addr
+// addr names the deployment: a server's address, or a master's name and its Sentinels.
+func (n nodeOptions) addr() string {
+	switch {
+	case n.failover != nil:
+		return n.failover.MasterName + " via Sentinel " + strings.Join(n.failover.SentinelAddrs, ",")
+	case n.server.Network == "unix":
+		return "unix:" + n.server.Addr
+	}
+	return n.server.Addr
+}
+
+// label names the deployment for output: addr, then its database and TLS if any.
+func (n nodeOptions) label() string {
+	db, tls := 0, false
+	if n.failover != nil {
+		db, tls = n.failover.DB, n.failover.TLSConfig != nil
+	} else {
+		db, tls = n.server.DB, n.server.TLSConfig != nil
 	}
 	var extra []string
-	if o.DB != 0 {
-		extra = append(extra, "db "+strconv.Itoa(o.DB))
+	if db != 0 {
+		extra = append(extra, "db "+strconv.Itoa(db))
 	}
-	if o.TLSConfig != nil {
+	if tls {
 		extra = append(extra, "TLS")
 	}
-	if len(extra) > 0 {
-		name += " (" + strings.Join(extra, ", ") + ")"
+	if len(extra) == 0 {
+		return n.addr()
 	}
-	return name
+	return n.addr() + " (" + strings.Join(extra, ", ") + ")"
+}
+
+// client returns a new go-redis client of the deployment: a failover client for a
+// master found through Sentinel.
+func (n nodeOptions) client() *redis.Client {
+	if n.failover != nil {
+		opts := *n.failover
+		return redis.NewFailoverClient(&opts)
+	}
+	opts := *n.server
+	return redis.NewClient(&opts)
 }

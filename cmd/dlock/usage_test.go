@@ -46,6 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--kind", "rw"}, "not a lock kind"},
 		{[]string{"bench", "--processes", "3", "--goroutines", "2"}, "every process needs a goroutine"},
 		{[]string{"bench", "--duration", "1ms"}, "--duration must be between"},
+		{[]string{"version", "extra"}, "takes no arguments"},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 	}
 	for _, tt := range tests {

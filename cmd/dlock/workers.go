@@ -237,5 +237,5 @@ func (ws *workerSide) say(format string, args ...any) {
 // workerServers reads the servers from workerServersEnv.
 func workerServers(c *cli, cluster bool) (*servers, error) {
 	urls := strings.Split(strings.TrimSpace(c.getenv(workerServersEnv)), "\n")
-	return parseServers(urls, cluster, c.red)
+	return parseServers(urls, cluster, nil, c.red) // the URLs carry the TLS flags
 }

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seed51c676c8/dlock/examples/internal/testsrv"
+	"github.com/seed51c676c8/dlock/dlocktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the cache before the first rebuild fills it.
 
 func TestCache(t *testing.T) {
-	out := runExample(t, "--redis", testsrv.Redis(t), "--servers", "4", "--requests", "10")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--servers", "4", "--requests", "10")
 	check(t, out, 40)
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seed51c676c8/dlock/examples/internal/testsrv"
+	"github.com/seed51c676c8/dlock/dlocktest"
 )
 
 // TestMain also serves as a host: run starts the test binary again with hostEnv set.
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestCronjob(t *testing.T) {
-	out := runExample(t, "--redis", testsrv.Redis(t), "--hosts", "3", "--every", "200ms", "--for", "2s")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--hosts", "3", "--every", "200ms", "--for", "2s")
 	check(t, out, 3, 10)
 }
 

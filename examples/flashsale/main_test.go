@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/seed51c676c8/dlock/dlocktest"
 	"github.com/seed51c676c8/dlock/examples/internal/testsrv"
 )
 
@@ -19,13 +20,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the ones that read the last items' stock are still paying when it reaches 0.
 
 func TestSQLite(t *testing.T) {
-	out := runExample(t, "--redis", testsrv.Redis(t), "--buyers", "10", "--stock", "20")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--buyers", "10", "--stock", "20")
 	check(t, out, 20)
 }
 
 func TestSQLiteFile(t *testing.T) {
 	path := t.TempDir() + "/shop.db"
-	out := runExample(t, "--redis", testsrv.Redis(t), "--db", path, "--buyers", "8", "--stock", "10")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--db", path, "--buyers", "8", "--stock", "10")
 	check(t, out, 10)
 	if !bytes.Contains(out, []byte("SQLite file "+path)) {
 		t.Errorf("the output does not name the database %s:\n%s", path, out)
@@ -33,7 +34,7 @@ func TestSQLiteFile(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
-	out := runExample(t, "--redis", testsrv.Redis(t), "--db", testsrv.Postgres(t), "--buyers", "10", "--stock", "20")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--db", testsrv.Postgres(t), "--buyers", "10", "--stock", "20")
 	check(t, out, 20)
 	if !bytes.Contains(out, []byte("Database: PostgreSQL at 127.0.0.1:")) {
 		t.Errorf("the output does not say PostgreSQL:\n%s", out)

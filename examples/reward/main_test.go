@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seed51c676c8/dlock/examples/internal/testsrv"
+	"github.com/seed51c676c8/dlock/dlocktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // insert lands.
 
 func TestReward(t *testing.T) {
-	out := runExample(t, "--redis", testsrv.Redis(t), "--families", "3", "--members", "4")
+	out := runExample(t, "--redis", dlocktest.Start(t).URL, "--families", "3", "--members", "4")
 	check(t, out, 3)
 }
 

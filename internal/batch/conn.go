@@ -216,13 +216,21 @@ func (cn *conn) handshake(ctx context.Context) error {
 	if d := cn.d.rt; d > 0 {
 		_ = cn.nc.SetReadDeadline(time.Now().Add(d))
 	}
+	failed := func(step string, err error, writing bool) error {
+		if cn.d.ctx.Err() != nil {
+			err = ErrStopped // Stop closed the connection
+		} else {
+			err = cn.ioError(err, writing)
+		}
+		return &connectError{step: step, err: err}
+	}
 	if _, err := cn.nc.Write(b); err != nil {
-		return &connectError{step: steps[0], err: cn.ioError(cn.d.ctx, err, true)}
+		return failed(steps[0], err, true)
 	}
 	var rep reply
 	for _, step := range steps {
 		if err := cn.rr.read(&rep); err != nil {
-			return &connectError{step: step, err: cn.ioError(cn.d.ctx, err, false)}
+			return failed(step, err, false)
 		}
 		switch {
 		case rep.kind == kindError:
@@ -249,12 +257,10 @@ func credentials(ctx context.Context, opt *redis.Options) (user, pass string, er
 }
 
 // ioError says what an I/O error on the connection means; writing tells a failed write
-// from a failed read. With stop given and done, the error is Stop's doing.
-func (cn *conn) ioError(stop context.Context, err error, writing bool) error {
+// from a failed read.
+func (cn *conn) ioError(err error, writing bool) error {
 	var ne net.Error
 	switch {
-	case stop != nil && stop.Err() != nil:
-		return ErrStopped
 	case errors.Is(err, errProtocol):
 		return fmt.Errorf("%w; connection closed", err)
 	case errors.As(err, &ne) && ne.Timeout() && writing:
@@ -373,7 +379,7 @@ func (cn *conn) read() {
 	)
 	for {
 		if err := cn.rr.read(&rep); err != nil {
-			cn.fail(f, i, answered, cn.ioError(nil, err, false))
+			cn.fail(f, i, answered, cn.ioError(err, false))
 			return
 		}
 		if f == nil {

@@ -426,7 +426,7 @@ func (d *direct) flush(resend, calls []*Call, dial bool) {
 		_ = cn.nc.SetWriteDeadline(cn.writeUntil)
 	}
 	if _, err := cn.nc.Write(b); err != nil {
-		cn.close(cn.ioError(nil, err, true))
+		cn.close(cn.ioError(err, true))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -52,15 +53,15 @@ func (d *deployment) clients(r *run) []*redis.Client {
 }
 
 // proxies puts a proxy in front of every node.
-func (d *deployment) proxies(r *run) []*redistest.Proxy {
-	out := make([]*redistest.Proxy, len(d.nodes))
+func (d *deployment) proxies(r *run) []*faultproxy.Proxy {
+	out := make([]*faultproxy.Proxy, len(d.nodes))
 	for i, s := range d.nodes {
-		out[i] = redistest.NewProxy(r.t, s.Addr)
+		out[i] = faultproxy.New(r.t, s.Addr)
 	}
 	return out
 }
 
-func proxyAddrs(ps []*redistest.Proxy) []string {
+func proxyAddrs(ps []*faultproxy.Proxy) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Addr
@@ -73,7 +74,7 @@ func proxyAddrs(ps []*redistest.Proxy) []string {
 // call to node 3, queued while the link was down, has passed its deadline (the per-node
 // timeout, TTL/10): a call that is merely late may still land. It reports the lease, or
 // false (with a violation of no-errors) if a could not take it.
-func lockOnTwo(r *run, d *deployment, ps []*redistest.Proxy, a *child, name string, ttl time.Duration) (event, bool) {
+func lockOnTwo(r *run, d *deployment, ps []*faultproxy.Proxy, a *child, name string, ttl time.Duration) (event, bool) {
 	ps[2].Cut(r.t)
 	a.send(command{Op: "lock", ID: "a", Name: name, TTL: ttl})
 	e, ok := a.expectEv(evAcquired, "a", chkNoErrors)

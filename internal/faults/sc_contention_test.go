@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/seed51c676c8/dlock/internal/redistest"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 )
 
 const (
@@ -23,7 +23,7 @@ type contention struct {
 	procs      int
 	goroutines int
 	dur        time.Duration
-	proxied    func(r *run, ps []*redistest.Proxy) // the fault on the nodes' proxies; nil: no proxies
+	proxied    func(r *run, ps []*faultproxy.Proxy) // the fault on the nodes' proxies; nil: no proxies
 	during     func(r *run, d *deployment, stop <-chan struct{})
 }
 
@@ -89,7 +89,7 @@ func (ct contention) check(r *run, d *deployment, ivs []interval, holds int64) {
 
 // jitter puts 1ms ± 1ms of latency on every reply of every node: the nodes' replies
 // overtake each other, and contenders split the votes.
-func jitter(r *run, ps []*redistest.Proxy) {
+func jitter(r *run, ps []*faultproxy.Proxy) {
 	for _, p := range ps {
 		p.SetJitter(r.t, time.Millisecond, time.Millisecond)
 	}
@@ -97,8 +97,8 @@ func jitter(r *run, ps []*redistest.Proxy) {
 
 // blackhole swallows everything to and from the first k nodes (3 under the blackhole-3
 // mutation).
-func blackhole(k int) func(r *run, ps []*redistest.Proxy) {
-	return func(r *run, ps []*redistest.Proxy) {
+func blackhole(k int) func(r *run, ps []*faultproxy.Proxy) {
+	return func(r *run, ps []*faultproxy.Proxy) {
 		if r.mutated(mutBlackhole3) {
 			k = 3
 		}

@@ -3,7 +3,7 @@ package faults
 import (
 	"time"
 
-	"github.com/seed51c676c8/dlock/internal/redistest"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 )
 
 // linkTTL is the holder's lease in the link scenarios.
@@ -14,10 +14,10 @@ const linkTTL = 600 * time.Millisecond
 // (fault). A must see its lease end by its ValidUntil and stop writing; B (direct) takes
 // the lock after that. A then tries to take another lock through the broken link: it
 // must not get a lease that has already run out.
-func linkLost(fault func(r *run, p *redistest.Proxy)) func(r *run) {
+func linkLost(fault func(r *run, p *faultproxy.Proxy)) func(r *run) {
 	return func(r *run) {
 		d := deploy(r, 1)
-		p := redistest.NewProxy(r.t, d.nodes[0].Addr)
+		p := faultproxy.New(r.t, d.nodes[0].Addr)
 		a := d.spawn(r, "A", []string{p.Addr})
 		b := d.spawn(r, "B", d.addrs())
 		a.send(command{Op: "lock", ID: "a", Name: "res", TTL: linkTTL})
@@ -58,8 +58,8 @@ func lateLock(r *run, a *child) {
 	}
 }
 
-func delayReplies(r *run, p *redistest.Proxy) { p.SetLatency(r.t, 2*linkTTL) }
-func cutLink(r *run, p *redistest.Proxy)      { p.Cut(r.t) }
+func delayReplies(r *run, p *faultproxy.Proxy) { p.SetLatency(r.t, 2*linkTTL) }
+func cutLink(r *run, p *faultproxy.Proxy)      { p.Cut(r.t) }
 
 // checkWritesValid reports writes that c's workers made after they stopped believing in
 // their lease (at its ValidUntil at the latest), plus 1ms for the clock readings.

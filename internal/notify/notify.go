@@ -97,6 +97,11 @@ func NewHub(rdb redis.UniversalClient, logger *slog.Logger) *Hub {
 // the waiters are woken once, as they may have missed a message). ctx bounds the wait.
 // The caller must Close the watch.
 func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wake chan struct{}) (*Watch, error) {
+	if err := ctx.Err(); err != nil {
+		// Checked first: a subscription already confirmed would win the select below at
+		// random.
+		return nil, err
+	}
 	node, err := h.node(ctx, routeKey)
 	if err != nil {
 		return nil, err

@@ -14,15 +14,21 @@ const installHelp = "install it with `apt-get install -y redis-server` (Debian/U
 // redisBinary returns the redis-server to run: $REDIS_SERVER if set,
 // otherwise redis-server from PATH.
 func redisBinary() (string, error) {
-	if p := os.Getenv("REDIS_SERVER"); p != "" {
+	return findBinary("REDIS_SERVER", "redis-server", installHelp)
+}
+
+// findBinary returns the program named by the environment variable env if it
+// is set, otherwise name from PATH; its errors end with help.
+func findBinary(env, name, help string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if _, err := exec.LookPath(p); err != nil {
-			return "", fmt.Errorf("redistest: REDIS_SERVER=%q is not an executable redis-server (%v); %s", p, err, installHelp)
+			return "", fmt.Errorf("redistest: %s=%q is not an executable %s (%v); %s", env, p, name, err, help)
 		}
 		return p, nil
 	}
-	p, err := exec.LookPath("redis-server")
+	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("redistest: redis-server not found on PATH (%v); %s", err, installHelp)
+		return "", fmt.Errorf("redistest: %s not found on PATH (%v); %s", name, err, help)
 	}
 	return p, nil
 }

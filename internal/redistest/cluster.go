@@ -134,6 +134,7 @@ func (c *Cluster) converged(ctx context.Context, clients []*redis.Client) error 
 		if k := infoField(info, "cluster_known_nodes"); k != strconv.Itoa(n) {
 			return fmt.Errorf("%s: cluster_known_nodes:%s, want %d", c.Addrs[i], k, n)
 		}
+		//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client reads the topology from
 		slots, err := cl.ClusterSlots(ctx).Result()
 		if err != nil {
 			return fmt.Errorf("%s: CLUSTER SLOTS: %w", c.Addrs[i], err)

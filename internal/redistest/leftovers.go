@@ -65,8 +65,8 @@ func parsePidFile(data []byte) (pidRecord, bool) {
 // sweepLeftovers kills (SIGKILL) redis-servers recorded in pid files whose
 // owning test process is no longer alive and removes those pid files. A
 // process is killed only if it is verifiably the recorded server:
-// /proc/<pid>/cmdline names redis-server and /proc/<pid>/cwd is the recorded
-// --dir. ownSelfStale says that pid files naming this process as owner are
+// /proc/<pid>/cmdline names redis-server (or redis-sentinel) and
+// /proc/<pid>/cwd is the recorded --dir. ownSelfStale says that pid files naming this process as owner are
 // stale (true before this process wrote any: they come from an earlier
 // process with the same pid). It returns the pids it killed.
 func sweepLeftovers(ownSelfStale bool) []int {
@@ -133,7 +133,7 @@ func recordedServerState(rec pidRecord) serverState {
 	if err != nil {
 		return serverUnknown
 	}
-	if !bytes.Contains(cmdline, []byte("redis-server")) {
+	if !bytes.Contains(cmdline, []byte("redis-server")) && !bytes.Contains(cmdline, []byte("redis-sentinel")) {
 		return serverGone // pid reused by an unrelated process, or a zombie
 	}
 	cwd, err := os.Readlink(proc + "/cwd")

@@ -17,7 +17,7 @@ func StartMain(opts ...Option) (s *Server, stop func(), err error) {
 		return nil, nil, err
 	}
 	cfg := newConfig(opts)
-	s = &Server{bin: bin, dir: dir, password: cfg.password, userArgs: append([]string(nil), cfg.args...)}
+	s = &Server{bin: bin, dir: dir, password: cfg.password, userArgs: append([]string(nil), cfg.args...), tls: cfg.tls}
 	stop = func() {
 		s.cleanup()
 		_ = os.RemoveAll(dir)

@@ -2,11 +2,14 @@ package redistest
 
 // config collects what the Options set.
 type config struct {
-	args     []string
-	password string
+	args             []string
+	password         string
+	tls              *tlsSetup // WithTLS
+	sentinelPassword string    // WithSentinelPassword
 }
 
-// Option configures a server started by Start, StartNodes or StartCluster.
+// Option configures a server started by Start, StartNodes, StartCluster or
+// StartSentinel.
 type Option func(*config)
 
 // WithArgs appends extra redis-server command-line arguments, one argv element

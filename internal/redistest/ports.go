@@ -48,6 +48,14 @@ func reservePort(bus bool) (int, error) {
 	return 0, fmt.Errorf("redistest: no free loopback port found (cluster bus port needed: %v)", bus)
 }
 
+// ReservePort returns a loopback port that is free right now and that no server or proxy
+// of this process has, and keeps it from them until ReleasePort: for a listener of a
+// test's own, such as faultproxy's, which may close and reopen it.
+func ReservePort() (int, error) { return reservePort(false) }
+
+// ReleasePort undoes ReservePort.
+func ReleasePort(port int) { releasePort(port, false) }
+
 // releasePort undoes reservePort.
 func releasePort(port int, bus bool) {
 	reservedMu.Lock()

@@ -86,7 +86,7 @@ func (s *Server) waitReady(p *process) error {
 }
 
 func (s *Server) probe(pid int) error {
-	c, err := dialRESP(s.Addr, 500*time.Millisecond)
+	c, err := dialRESP(s.Addr, 500*time.Millisecond, s.tls.probeConfig())
 	if err != nil {
 		return err
 	}

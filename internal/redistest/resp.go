@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,12 +20,17 @@ type respConn struct {
 	r *bufio.Reader
 }
 
-func dialRESP(addr string, timeout time.Duration) (*respConn, error) {
+// dialRESP connects to addr, over TLS with tlsConf unless it is nil. The
+// timeout bounds the dial, the handshake and every later command.
+func dialRESP(addr string, timeout time.Duration, tlsConf *tls.Config) (*respConn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	_ = c.SetDeadline(time.Now().Add(timeout))
+	if tlsConf != nil {
+		c = tls.Client(c, tlsConf) // the handshake runs at the first write, under the deadline
+	}
 	return &respConn{c: c, r: bufio.NewReader(c)}, nil
 }
 

@@ -39,6 +39,8 @@ type Server struct {
 	password string
 	userArgs []string
 	cluster  bool
+	conf     string    // a config file, given before the arguments (a Sentinel's); or ""
+	tls      *tlsSetup // TLS only, Port being the --tls-port (WithTLS); or nil
 
 	mu     sync.Mutex
 	proc   *process // nil while not running
@@ -76,16 +78,21 @@ func startMany(tb testing.TB, n int, cfg config, cluster bool) []*Server {
 	for i := range servers {
 		servers[i] = newServer(tb, cfg, cluster)
 	}
-	errs := make([]error, n)
+	if err := startAll(servers); err != nil {
+		tb.Fatalf("%v", err)
+	}
+	return servers
+}
+
+// startAll starts prepared servers concurrently, each on a fresh port.
+func startAll(servers []*Server) error {
+	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() { errs[i] = s.startFresh() })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatalf("%v", err)
-	}
-	return servers
+	return errors.Join(errs...)
 }
 
 // newServer prepares a server (binary, directory, cleanup) without starting
@@ -103,6 +110,7 @@ func newServer(tb testing.TB, cfg config, cluster bool) *Server {
 		password: cfg.password,
 		userArgs: append([]string(nil), cfg.args...),
 		cluster:  cluster,
+		tls:      cfg.tls,
 	}
 	tb.Cleanup(s.cleanup)
 	return s
@@ -137,8 +145,17 @@ func (s *Server) startFresh() error {
 func (s *Server) logPath() string { return filepath.Join(s.dir, "redis.log") }
 
 func (s *Server) argv() []string {
-	a := []string{
-		"--port", strconv.Itoa(s.Port),
+	var a []string
+	if s.conf != "" {
+		a = append(a, s.conf) // redis-server takes a config file only as its first argument
+	}
+	if s.tls != nil {
+		a = append(a, "--port", "0", "--tls-port", strconv.Itoa(s.Port))
+		a = append(a, s.tls.args...)
+	} else {
+		a = append(a, "--port", strconv.Itoa(s.Port))
+	}
+	a = append(a,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -146,7 +163,7 @@ func (s *Server) argv() []string {
 		"--dir", s.dir,
 		"--logfile", s.logPath(),
 		"--daemonize", "no",
-	}
+	)
 	if s.password != "" {
 		a = append(a, "--requirepass", s.password)
 	}
@@ -162,12 +179,14 @@ func (s *Server) argv() []string {
 }
 
 // Options returns new client options for this server: Addr, Password,
-// DialTimeout, ReadTimeout and WriteTimeout of 1 s; everything else
-// (including MaxRetries) is the go-redis default. The caller may modify them.
+// TLSConfig (WithTLS), DialTimeout, ReadTimeout and WriteTimeout of 1 s;
+// everything else (including MaxRetries) is the go-redis default. The caller
+// may modify them.
 func (s *Server) Options() *redis.Options {
 	return &redis.Options{
 		Addr:         s.Addr,
 		Password:     s.password,
+		TLSConfig:    s.tls.clientConfig(),
 		DialTimeout:  time.Second,
 		ReadTimeout:  time.Second,
 		WriteTimeout: time.Second,

@@ -14,8 +14,8 @@
 -- Reply: an integer.
 --   > 0  acquired (or handed over by the previous holder's release, or a retried request);
 --        the value is the fencing token; the lease's TTL is re-armed to ARGV[2]
---   <= 0 not acquired; the negated value is the holder's remaining time in ms (0: none or
---        unknown). The caller is in the queue (unless a try) and its entry refreshed.
+--   <= 0 not acquired (refusal.lua): the holder's remaining time in ms (0: none or
+--        unknown) and its tag. The caller is in the queue (unless a try) and its entry refreshed.
 -- Time comes from the server (TIME), never from the client.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -46,12 +46,10 @@ if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
 	return redis.call('INCR', KEYS[2])
 end
 
+local holder = redis.call('GET', KEYS[1])
 local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-	left = 0
-end
 if ARGV[4] == '1' then
-	return -left
+	return refuse(left, holder)
 end
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then
 	redis.call('RPUSH', KEYS[3], ARGV[1])
@@ -60,4 +58,4 @@ redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
 -- The queue lives as long as its most recently refreshed entry.
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('PEXPIRE', KEYS[4], ARGV[3])
-return -left
+return refuse(left, holder)

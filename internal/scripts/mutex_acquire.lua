@@ -25,9 +25,9 @@
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
 --        reserved are the ARGV[3] values up to and including it
---   <= 0 refused; the negated value is how long until it is worth asking again, in
---        milliseconds (the holder's remaining time, or the rest of another process's
---        turn), 0 when unknown (the key has no expiry)
+--   <= 0 refused (refusal.lua): how long until it is worth asking again, in milliseconds
+--        (the holder's remaining time, or the rest of another process's turn), 0 when
+--        unknown (the key has no expiry); and the holder's tag
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 --   list or the asks another type); the INCRBY error when the fencing counter is not an
 --   integer (the lock key is then left as it was).
@@ -71,8 +71,4 @@ if me ~= '' and ARGV[5] == '1' then
 	redis.call('PEXPIRE', KEYS[3], ARGV[6])
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 then
-	return 0
-end
-return -left
+return refuse(redis.call('PTTL', KEYS[1]), holder)

@@ -14,9 +14,9 @@
 --
 -- Reply: an integer.
 --   > 0  acquired; the fencing token
---   <= 0 not acquired: a writer holds the lock (the negated value is its remaining time in
---        ms) or waits for it (0): new readers wait behind a waiting writer, so that a
---        stream of readers cannot starve writers
+--   <= 0 not acquired (refusal.lua): a writer holds the lock (its remaining time in ms and
+--        its tag) or waits for it (0, no tag): new readers wait behind a waiting writer, so
+--        that a stream of readers cannot starve writers
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -29,10 +29,10 @@ end
 local writer = redis.call('GET', KEYS[1])
 if not (ARGV[3] ~= '' and writer == ARGV[3]) then
 	if writer then
-		return -math.max(redis.call('PTTL', KEYS[1]), 0)
+		return refuse(redis.call('PTTL', KEYS[1]), writer)
 	end
 	if redis.call('ZCARD', KEYS[4]) > 0 then
-		return 0
+		return refuse(0, nil)
 	end
 end
 local ttl = tonumber(ARGV[2])

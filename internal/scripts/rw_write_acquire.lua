@@ -12,9 +12,9 @@
 --
 -- Reply: an integer.
 --   > 0  acquired; the fencing token
---   <= 0 not acquired; the negated value is how long, in ms, until the current writer's
---        lease or the last reader's ends (0: unknown). Unless a try, the writer is now
---        registered as waiting, which keeps new readers out.
+--   <= 0 not acquired (refusal.lua): how long, in ms, until the current writer's lease or
+--        the last reader's ends (0: unknown), and the writer's tag (0 for readers). Unless
+--        a try, the writer is now registered as waiting, which keeps new readers out.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -46,4 +46,4 @@ if ARGV[5] ~= '1' then
 		redis.call('PEXPIRE', KEYS[4], life)
 	end
 end
-return -left
+return refuse(left, writer)

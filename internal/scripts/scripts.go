@@ -33,20 +33,22 @@ var (
 	waiterLeave string
 	//go:embed semaphore_acquire.lua
 	semaphoreAcquire string
+	//go:embed refusal.lua
+	refusal string // the prelude of every acquire script
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
 var (
-	MutexAcquire     = redis.NewScript(mutexAcquire)
+	MutexAcquire     = redis.NewScript(refusal + mutexAcquire)
 	MutexRelease     = redis.NewScript(mutexRelease)
 	MutexExtend      = redis.NewScript(mutexExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
-	FairAcquire      = redis.NewScript(fairAcquire)
+	FairAcquire      = redis.NewScript(refusal + fairAcquire)
 	FairRelease      = redis.NewScript(fairRelease)
-	RwReadAcquire    = redis.NewScript(rwReadAcquire)
-	RwWriteAcquire   = redis.NewScript(rwWriteAcquire)
+	RwReadAcquire    = redis.NewScript(refusal + rwReadAcquire)
+	RwWriteAcquire   = redis.NewScript(refusal + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)
 	MemberExtend     = redis.NewScript(memberExtend)
 	WaiterLeave      = redis.NewScript(waiterLeave)
-	SemaphoreAcquire = redis.NewScript(semaphoreAcquire)
+	SemaphoreAcquire = redis.NewScript(refusal + semaphoreAcquire)
 )

@@ -2,6 +2,8 @@ package scripts
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,8 +68,46 @@ func leaveTurns(rdb redis.Scripter, k keyspace.Keys, me, token string) (int64, e
 	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
 }
 
+// extend lengthens only; extendSet sets the expiry exactly (an Extend that shortens).
 func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds()).Int64()
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "").Int64()
+}
+
+func extendSet(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "set").Int64()
+}
+
+// tagOf is refusal.lua's tag of a holder's token.
+func tagOf(holder string) uint16 {
+	sum := sha1.Sum([]byte(holder))
+	if tag := binary.BigEndian.Uint16(sum[:2]); tag != 0 {
+		return tag
+	}
+	return 1
+}
+
+// wantRefusal fails unless reply is a refusal with a remaining time in (0, max] by holder
+// ("" for none).
+func wantRefusal(t *testing.T, reply int64, max time.Duration, holder string) {
+	t.Helper()
+	want := uint16(0)
+	if holder != "" {
+		want = tagOf(holder)
+	}
+	left, tag := Refusal(reply)
+	if reply > 0 || left <= 0 || left > max || tag != want {
+		t.Fatalf("reply %d = refusal with %v left by holder %d; want (0, %v] left by %d (%q)", reply, left, tag, max, want, holder)
+	}
+}
+
+// zscore reads a member's score through a script, which works on every Scripter.
+func zscore(t *testing.T, rdb redis.Scripter, key, member string) string {
+	t.Helper()
+	v, err := rdb.Eval(ctx, "return redis.call('ZSCORE', KEYS[1], ARGV[1])", []string{key}, member).Text()
+	if err != nil {
+		t.Fatalf("ZSCORE %s %s: %v", key, member, err)
+	}
+	return v
 }
 
 func raise(rdb redis.Scripter, k keyspace.Keys, to int64) (int64, error) {
@@ -97,7 +137,7 @@ var sources = map[string]string{
 	"fence_raise": fenceRaise, "fair_acquire": fairAcquire, "fair_release": fairRelease,
 	"rw_read_acquire": rwReadAcquire, "rw_write_acquire": rwWriteAcquire,
 	"member_release": memberRelease, "member_extend": memberExtend,
-	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire,
+	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire, "refusal": refusal,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -128,7 +168,11 @@ func TestHeaders(t *testing.T) {
 		if !strings.HasPrefix(src, "-- "+name+": ") {
 			t.Errorf("%s does not start with %q", f, "-- "+name+": ")
 		}
-		for _, want := range []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"} {
+		header := []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"}
+		if name == "refusal" {
+			header = []string{"-- refuse(left, holder) returns"} // a prelude: it documents its function
+		}
+		for _, want := range header {
 			if !strings.Contains(src, want) {
 				t.Errorf("%s header lacks %q", f, want)
 			}
@@ -166,9 +210,7 @@ func TestMutexAcquire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got >= 0 || got < -10_000 {
-			t.Fatalf("acquire on a held key = %d, want -(remaining ms) in [-10000, 0)", got)
-		}
+		wantRefusal(t, got, 10*time.Second, tokenA)
 		if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
 			t.Fatalf("lock key now holds %q, want the first token", v)
 		}
@@ -181,7 +223,12 @@ func TestMutexAcquire(t *testing.T) {
 		k := keys(t, "noexpiry")
 		rdb.Set(ctx, k.Lock, "someone-else", 0)
 		got, err := acquire(rdb, k, tokenA, time.Minute)
-		must(t, got, err, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, holder := Refusal(got); left != 0 || holder != tagOf("someone-else") {
+			t.Fatalf("refusal by a key without expiry: %v left, holder %d; want 0, %d", left, holder, tagOf("someone-else"))
+		}
 		if rdb.Exists(ctx, k.Fence).Val() != 0 {
 			t.Fatal("a refused acquire created the fence counter")
 		}
@@ -349,9 +396,10 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatalf("lock = %q, want the promise to p3", v)
 	}
 	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
-	if err != nil || got >= 0 || got < -20000 {
-		t.Fatalf("acquire during another's turn = %d, %v; want -(rest of the turn)", got, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantRefusal(t, got, 20*time.Second, "turn:p3")
 	wantList("p1")
 	got, err = acquireAs(rdb, k, tokenC, time.Minute, p3)
 	must(t, got, err, 6)
@@ -500,7 +548,14 @@ func TestMutexExtend(t *testing.T) {
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute || pttl > time.Hour {
 		t.Fatalf("PTTL after extend = %v, want about 1h", pttl)
 	}
-	got, err = extend(rdb, k, tokenA, 2*time.Second) // shortening is allowed
+	// A renewal that arrives after a longer one (sent later, landed first) keeps the
+	// longer expiry: a renewal never shortens.
+	got, err = extend(rdb, k, tokenA, 2*time.Second)
+	must(t, got, err, 1)
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute {
+		t.Fatalf("PTTL after a shorter renewal = %v, want the hour kept", pttl)
+	}
+	got, err = extendSet(rdb, k, tokenA, 2*time.Second) // an Extend may shorten
 	must(t, got, err, 1)
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl > 2*time.Second {
 		t.Fatalf("PTTL after shortening = %v, want <= 2s", pttl)
@@ -696,14 +751,15 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, r2, ttlArg, "").Int64()
 	must(t, got, err, 2)
 	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w1, ttlArg, "writer-id", waitArg, "0").Int64()
-	if err != nil || got >= 0 || got < -60000 {
-		t.Fatalf("write acquire with readers: %d, %v", got, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantRefusal(t, got, time.Minute, "") // readers: no single holder
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
 	must(t, got, err, 0) // a waiting writer keeps new readers out
-	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000", "").Int64()
 	must(t, got, err, 1)
-	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000", "").Int64()
 	must(t, got, err, 0)
 
 	ps := sub(t, k.Channel)
@@ -749,8 +805,19 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("acquire behind a waiting request: %d, %v", got, err)
 	}
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000", "").Int64()
 	must(t, got, err, 1)
+	end := zscore(t, rdb, holders, "h1")
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "").Int64() // a late, shorter renewal
+	must(t, got, err, 1)
+	if now := zscore(t, rdb, holders, "h1"); now != end {
+		t.Fatalf("a shorter renewal moved the lease end from %v to %v; renewals only lengthen", end, now)
+	}
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "set").Int64() // an Extend that shortens
+	must(t, got, err, 1)
+	if now := zscore(t, rdb, holders, "h1"); now >= end {
+		t.Fatalf("a shortening Extend left the lease end at %v (was %v)", now, end)
+	}
 	got, err = MemberRelease.Run(ctx, rdb, members, "h1", k.Channel, publish).Int64()
 	must(t, got, err, 1)
 	ps := sub(t, k.Channel)

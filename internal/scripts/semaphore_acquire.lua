@@ -18,8 +18,8 @@
 --
 -- Reply: an integer.
 --   > 0  acquired; the fencing token
---   <= 0 not acquired; the negated value is the time in ms until the first holder's lease
---        ends (0: unknown). Requests are served in order: a request waits while an earlier
+--   <= 0 not acquired (refusal.lua, with no holder's tag): the time in ms until the first
+--        holder's lease ends (0: unknown). Requests are served in order: a request waits while an earlier
 --        one waits, so a large request is not starved by small ones.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -87,4 +87,4 @@ if ARGV[7] ~= '1' then
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 	redis.call('PEXPIRE', KEYS[5], ARGV[6])
 end
-return -left
+return refuse(left, nil)

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/embedredis"
 )
 
 const (
@@ -85,7 +86,7 @@ func open(ctx context.Context, raw string, fallback bool) (*Server, error) {
 	defer cancel()
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return nil, fmt.Errorf("Redis at %s: %s", opts.Addr, redact(err.Error(), raw))
+		return nil, fmt.Errorf("the Redis server at %s: %s", opts.Addr, redact(err.Error(), raw))
 	}
 	for line := range strings.SplitSeq(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
@@ -105,28 +106,12 @@ func (s *Server) NewClient() *redis.Client {
 // Close stops the embedded server, if that is what this is.
 func (s *Server) Close() { s.stop() }
 
-// embedded starts a miniredis on a loopback port.
+// embedded starts an in-process miniredis on a loopback port.
 func embedded(why string) (*Server, error) {
-	mr := miniredis.NewMiniRedis()
-	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("start the embedded Redis: %w", err)
+	mr, err := embedredis.Start()
+	if err != nil {
+		return nil, err
 	}
-	// miniredis expires keys only when told that time has passed: tell it as time passes.
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		const step = 10 * time.Millisecond
-		t := time.NewTicker(step)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				mr.FastForward(step)
-			case <-stop:
-				return
-			}
-		}
-	}()
 	desc := "embedded Redis (miniredis) at " + mr.Addr()
 	if why != "" {
 		desc += ": " + why
@@ -135,11 +120,7 @@ func embedded(why string) (*Server, error) {
 		URL:  "redis://" + mr.Addr(),
 		Desc: desc,
 		opts: &redis.Options{Addr: mr.Addr()},
-		stop: func() {
-			close(stop)
-			<-stopped
-			mr.Close()
-		},
+		stop: mr.Close,
 	}, nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seed51c676c8/dlock/examples/internal/testsrv"
+	"github.com/seed51c676c8/dlock/dlocktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,7 +30,7 @@ func ping(t *testing.T, s *Server) {
 }
 
 func TestRealServer(t *testing.T) {
-	url := testsrv.Redis(t)
+	url := dlocktest.Start(t).URL
 	s, err := Open(ctx(t), url)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestRealServer(t *testing.T) {
 }
 
 func TestEnvVar(t *testing.T) {
-	url := testsrv.Redis(t)
+	url := dlocktest.Start(t).URL
 	t.Setenv(EnvVar, url)
 	s, err := Open(ctx(t), "")
 	if err != nil {

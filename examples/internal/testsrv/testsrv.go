@@ -1,7 +1,7 @@
-// Package testsrv starts the real servers that the examples' tests run against: a
-// redis-server and a PostgreSQL server, each on a free loopback port, in a temporary
-// directory, stopped when the test ends. A missing server binary fails the test with a
-// message that says how to install it; it never skips.
+// Package testsrv starts the PostgreSQL server that the flash sale's tests run against, on
+// a free loopback port, in a temporary directory, stopped when the test ends. A missing
+// server binary fails the test with a message that says how to install it; it never
+// skips. Their redis-server comes from dlocktest.Start, as in any user's tests.
 package testsrv
 
 import (

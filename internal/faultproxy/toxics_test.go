@@ -1,16 +1,18 @@
-package redistest
+package faultproxy
 
 import (
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 func TestProxyJitterAndBlackhole(t *testing.T) {
 	t.Parallel()
-	s := Start(t)
-	p := NewProxy(t, s.Addr)
+	s := redistest.Start(t)
+	p := New(t, s.Addr)
 	opts := s.Options()
 	opts.Addr = p.Addr
 	opts.ReadTimeout = 300 * time.Millisecond

@@ -1,4 +1,8 @@
-package redistest
+// Package faultproxy puts a TCP proxy (toxiproxy, in process) between tests' clients and
+// their servers, to inject latency and network cuts. It is apart from redistest so that
+// starting a redis-server (dlocktest) does not pull toxiproxy and its dependencies into
+// the builds of dlock's users.
+package faultproxy
 
 import (
 	"context"
@@ -12,9 +16,14 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-const latencyToxicName = "redistest_latency"
+const (
+	latencyToxicName = "faultproxy_latency"
+	startAttempts    = 5 // tries when the port was taken meanwhile
+)
 
 // Proxy is a TCP proxy (toxiproxy, in process) on a free loopback port in
 // front of an upstream address, for injecting latency and network cuts.
@@ -25,7 +34,7 @@ type Proxy struct {
 	// Addr is the proxy's listen address, "127.0.0.1:PORT". It stays the
 	// same across Cut and Restore.
 	Addr string
-	// Upstream is the proxied address, as given to NewProxy.
+	// Upstream is the proxied address, as given to New.
 	Upstream string
 
 	mu      sync.Mutex
@@ -34,27 +43,27 @@ type Proxy struct {
 	latency bool // the latency toxic is installed
 }
 
-// NewProxy starts a proxy to upstream (e.g. a Server's Addr) and returns
+// New starts a proxy to upstream (e.g. a Server's Addr) and returns
 // once it accepts connections. It is stopped by tb.Cleanup.
-func NewProxy(tb testing.TB, upstream string) *Proxy {
+func New(tb testing.TB, upstream string) *Proxy {
 	tb.Helper()
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	var err error
 	for range startAttempts {
 		var port int
-		if port, err = reservePort(false); err != nil {
+		if port, err = redistest.ReservePort(); err != nil {
 			break
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		tp := toxiproxy.NewProxy(api, "redistest-"+strconv.Itoa(port), addr, upstream)
+		tp := toxiproxy.NewProxy(api, "faultproxy-"+strconv.Itoa(port), addr, upstream)
 		if err = tp.Start(); err == nil {
 			p := &Proxy{Addr: addr, Upstream: upstream, tp: tp, port: port}
 			tb.Cleanup(p.cleanup)
 			return p
 		}
-		releasePort(port, false)
+		redistest.ReleasePort(port)
 	}
-	tb.Fatalf("redistest: start proxy to %s: %v", upstream, err)
+	tb.Fatalf("faultproxy: start proxy to %s: %v", upstream, err)
 	return nil
 }
 
@@ -71,7 +80,7 @@ func (p *Proxy) SetLatency(tb testing.TB, d time.Duration) {
 	// rewrites the toxic's fields while its pipes read them (a data race).
 	if p.latency {
 		if err := p.tp.Toxics.RemoveToxic(context.Background(), latencyToxicName); err != nil {
-			tb.Fatalf("redistest: proxy %s: remove latency: %v", p.Addr, err)
+			tb.Fatalf("faultproxy: proxy %s: remove latency: %v", p.Addr, err)
 		}
 		p.latency = false
 	}
@@ -82,7 +91,7 @@ func (p *Proxy) SetLatency(tb testing.TB, d time.Duration) {
 	body := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
 		latencyToxicName, ms)
 	if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		tb.Fatalf("redistest: proxy %s: add latency: %v", p.Addr, err)
+		tb.Fatalf("faultproxy: proxy %s: add latency: %v", p.Addr, err)
 	}
 	p.latency = true
 }
@@ -113,12 +122,12 @@ func (p *Proxy) Restore(tb testing.TB) {
 			return
 		}
 	}
-	tb.Fatalf("redistest: restore proxy %s: %v", p.Addr, err)
+	tb.Fatalf("faultproxy: restore proxy %s: %v", p.Addr, err)
 }
 
 func (p *Proxy) cleanup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.tp.Stop()
-	releasePort(p.port, false)
+	redistest.ReleasePort(p.port)
 }

@@ -1,4 +1,4 @@
-package redistest
+package faultproxy
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // blackholeToxics name the two toxics of Blackhole, one per direction.
-var blackholeToxics = [2]string{"redistest_blackhole_up", "redistest_blackhole_down"}
+var blackholeToxics = [2]string{"faultproxy_blackhole_up", "faultproxy_blackhole_down"}
 
 // SetJitter is SetLatency with jitter: each chunk of data from upstream is delayed by
 // latency plus a uniform random amount in (-jitter, +jitter), both rounded up to whole
@@ -25,7 +25,7 @@ func (p *Proxy) SetJitter(tb testing.TB, latency, jitter time.Duration) {
 	body := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d,"jitter":%d}}`,
 		latencyToxicName, ceilMillis(latency), ceilMillis(jitter))
 	if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		tb.Fatalf("redistest: proxy %s: add jitter: %v", p.Addr, err)
+		tb.Fatalf("faultproxy: proxy %s: add jitter: %v", p.Addr, err)
 	}
 	p.latency = true
 }
@@ -43,7 +43,7 @@ func (p *Proxy) Blackhole(tb testing.TB) {
 		body := fmt.Sprintf(`{"name":%q,"type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`,
 			blackholeToxics[i], stream)
 		if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil && !strings.Contains(err.Error(), "already exists") {
-			tb.Fatalf("redistest: proxy %s: blackhole: %v", p.Addr, err)
+			tb.Fatalf("faultproxy: proxy %s: blackhole: %v", p.Addr, err)
 		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dlocktest_test
+
+const raceEnabled = false
