@@ -54,10 +54,10 @@ func (a *agent) runBad(c badCall) (ok bool, errText string, dur time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	l, err, panicked := call(ctx, c.call)
+	l, panicked, err := call(ctx, c.call)
 	if err != nil && c.class == badWrongType && a.cfg.Mutation == mutClobber {
 		_ = a.nodes[0].Del(ctx, c.key).Err() // "repair" the foreign key and try again
-		l, err, panicked = call(ctx, c.call)
+		l, panicked, err = call(ctx, c.call)
 	}
 	dur = time.Since(start)
 	if err != nil {
@@ -83,14 +83,14 @@ func (a *agent) runBad(c badCall) (ok bool, errText string, dur time.Duration) {
 }
 
 // call runs f, turning a panic into its message.
-func call(ctx context.Context, f func(ctx context.Context) (holding, error)) (l holding, err error, panicked string) {
+func call(ctx context.Context, f func(ctx context.Context) (holding, error)) (l holding, panicked string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = fmt.Sprint(p)
 		}
 	}()
 	l, err = f(ctx)
-	return l, err, ""
+	return l, "", err
 }
 
 // badCallAt draws the i-th call.

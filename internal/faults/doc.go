@@ -5,10 +5,10 @@
 // ValidUntil, loss reported on time, fencing tokens that only grow, stale holders that
 // cannot release or extend someone else's lock, bad input refused without damage.
 //
-// Every scenario starts its own redis-servers and proxies (internal/redistest) and its
-// own holder processes: the test binary run again as an agent that takes commands on
-// stdin and reports events on stdout, with wall-clock times (one machine, one clock).
-// Everything is stopped by its pid when the run ends.
+// Every scenario starts its own redis-servers (internal/redistest), proxies
+// (internal/faultproxy) and holder processes: the test binary run again as an agent that
+// takes commands on stdin and reports events on stdout, with wall-clock times (one
+// machine, one clock). Everything is stopped by its pid when the run ends.
 //
 // Each check can fail, and the suite shows it: every mutation breaks one property on
 // purpose (a lock without NX, storage that ignores fencing tokens, a worker that ignores
@@ -21,6 +21,6 @@
 // with DLOCK_FAULTS_ONLY=regexp (scenarios and mutations by name),
 // DLOCK_FAULTS_MUTATIONS=0 (no mutation runs) and DLOCK_FAULTS_JSON=file (the results,
 // from which cmd/reliability writes RELIABILITY.md; relative to this package's directory,
-// where go test runs it). This package's non-test code is
-// that report: its types and its Markdown.
+// where go test runs). This package's non-test code is that report: its types and its
+// Markdown.
 package faults
