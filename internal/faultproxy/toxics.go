@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,16 +17,23 @@ var blackholeToxics = [2]string{"faultproxy_blackhole_up", "faultproxy_blackhole
 // (and so of different proxies) overtake each other. latency <= 0 removes the latency.
 func (p *Proxy) SetJitter(tb testing.TB, latency, jitter time.Duration) {
 	tb.Helper()
-	p.SetLatency(tb, 0) // removes the toxic, if any: it is replaced, not updated (see SetLatency)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Replace rather than update in place: toxiproxy's UpdateToxicJson
+	// rewrites the toxic's fields while its pipes read them (a data race).
+	if p.latency {
+		if err := p.tp.Toxics.RemoveToxic(context.Background(), latencyToxicName); err != nil {
+			tb.Fatalf("faultproxy: proxy %s: remove latency: %v", p.Addr, err)
+		}
+		p.latency = false
+	}
 	if latency <= 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	body := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d,"jitter":%d}}`,
 		latencyToxicName, ceilMillis(latency), ceilMillis(jitter))
 	if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		tb.Fatalf("faultproxy: proxy %s: add jitter: %v", p.Addr, err)
+		tb.Fatalf("faultproxy: proxy %s: add latency: %v", p.Addr, err)
 	}
 	p.latency = true
 }
