@@ -16,7 +16,7 @@ VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = .bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: test vet check deps bench
+.PHONY: test vet check deps bench faults faults-deps
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -37,6 +37,42 @@ $(STATICCHECK):
 BENCH_FLAGS ?=
 bench:
 	$(GO) run ./bench --md BENCHMARKS.md --plot bench/waits.png --json bench/results/results.json $(BENCH_FLAGS)
+
+# `make faults`: the fault suite (internal/faults). Real redis-servers, proxies and holder
+# processes are broken on purpose (paused, killed, restarted, cut off, delayed, a clock
+# stepped), and every check is shown to fail once by a mutation; then RELIABILITY.md is
+# written from the run (the raw results go to internal/faults/results/, ignored by git).
+# About 3 minutes on 2 cores. It fails, after writing the report, if a scenario found a
+# violation or a mutation went unnoticed. DLOCK_FAULTS_ONLY=regexp runs the scenarios and
+# mutations whose names match, and writes its report next to the results instead;
+# DLOCK_FAULTS_MUTATIONS=0 skips the mutations.
+FAULTS_RESULTS ?= internal/faults/results
+faults: faults-deps
+	@mkdir -p $(FAULTS_RESULTS) && rm -f $(FAULTS_RESULTS)/results.json
+	@out=RELIABILITY.md; [ -z "$$DLOCK_FAULTS_ONLY" ] || out=$(FAULTS_RESULTS)/RELIABILITY.md; \
+	status=0; \
+	DLOCK_FAULTS=1 DLOCK_FAULTS_JSON=$(CURDIR)/$(FAULTS_RESULTS)/results.json \
+		$(GO) test -count=1 -timeout 15m -run '^TestFaults$$' ./internal/faults || status=$$?; \
+	$(GO) run ./internal/faults/cmd/reliability -in $(FAULTS_RESULTS)/results.json -out $$out && \
+	echo "wrote $$out" && exit $$status
+
+# What the fault suite needs besides Go: redis-server, and libfaketime (to step one
+# server's clock), installed with apt-get (as root) when missing.
+FAKETIME_GLOB ?= /usr/lib/*/faketime/libfaketime.so.1
+faults-deps:
+	@pkgs=""; \
+	command -v redis-server >/dev/null 2>&1 || [ -x "$$REDIS_SERVER" ] || pkgs="redis-server"; \
+	[ -f "$$FAKETIME_LIB" ] || ls $(FAKETIME_GLOB) >/dev/null 2>&1 || pkgs="$$pkgs libfaketime"; \
+	if [ -z "$$pkgs" ]; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing $$pkgs with apt-get"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs; \
+	else \
+		echo "missing:$$pkgs. Install: 'apt-get install -y$$pkgs' (Debian/Ubuntu, as root);" >&2; \
+		echo "or set REDIS_SERVER=/path/to/redis-server, FAKETIME_LIB=/path/to/libfaketime.so.1." >&2; \
+		exit 1; \
+	fi
 
 # Where Debian keeps the PostgreSQL server binaries (off PATH).
 PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb

@@ -5,11 +5,8 @@
 package faultproxy
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,26 +71,7 @@ func New(tb testing.TB, upstream string) *Proxy {
 // d <= 0 removes the latency.
 func (p *Proxy) SetLatency(tb testing.TB, d time.Duration) {
 	tb.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// Replace rather than update in place: toxiproxy's UpdateToxicJson
-	// rewrites the toxic's fields while its pipes read them (a data race).
-	if p.latency {
-		if err := p.tp.Toxics.RemoveToxic(context.Background(), latencyToxicName); err != nil {
-			tb.Fatalf("faultproxy: proxy %s: remove latency: %v", p.Addr, err)
-		}
-		p.latency = false
-	}
-	if d <= 0 {
-		return
-	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	body := fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
-		latencyToxicName, ms)
-	if _, err := p.tp.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		tb.Fatalf("faultproxy: proxy %s: add latency: %v", p.Addr, err)
-	}
-	p.latency = true
+	p.SetJitter(tb, d, 0)
 }
 
 // Cut stops forwarding: open connections are closed and new ones refused
