@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -110,8 +109,10 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 	var wake chan struct{} // made when the first attempt fails: an uncontended Lock needs none
 	var watches []*notify.Watch
 	defer func() {
-		for _, w := range watches {
-			w.Close()
+		if len(watches) > 0 {
+			// In the background: a node that went silent holds up its subscriptions'
+			// bookkeeping until the client's read timeout, which must not delay Lock.
+			go closeAll(watches)
 		}
 	}()
 	listening := false
@@ -299,27 +300,47 @@ func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*n
 	c := t.c
 	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond))
 	defer cancel()
-	watches := make([]*notify.Watch, len(c.nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
+	// Room for every node (nil for one that failed): a subscription that comes in after
+	// the wait has given up on it must not block.
+	results := make(chan *notify.Watch, len(c.nodes))
+	for _, n := range c.nodes {
 		channels := t.scheme.channels(t, r, n)
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			w, err := n.hub.Watch(ctx, t.keys.Lock, channels, wake)
 			if err != nil {
 				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
-				return
 			}
-			watches[i] = w
+			results <- w
 		}()
 	}
-	wg.Wait()
-	out := watches[:0]
-	for _, w := range watches {
-		if w != nil {
-			out = append(out, w)
+	var out []*notify.Watch
+	for pending := len(c.nodes); pending > 0; pending-- {
+		select {
+		case w := <-results:
+			if w != nil {
+				out = append(out, w)
+			}
+		case <-ctx.Done():
+			// A silent node can hold its subscription up until the client's read timeout,
+			// longer than a whole lease: wait on without it, and close what it gives late.
+			go closeLate(results, pending)
+			return out
 		}
 	}
 	return out
+}
+
+func closeAll(watches []*notify.Watch) {
+	for _, w := range watches {
+		w.Close()
+	}
+}
+
+// closeLate closes the watches of the pending subscriptions that a wait gave up on.
+func closeLate(results <-chan *notify.Watch, pending int) {
+	for ; pending > 0; pending-- {
+		if w := <-results; w != nil {
+			w.Close()
+		}
+	}
 }
