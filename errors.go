@@ -35,7 +35,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // failed (Total 1), or too few nodes of a quorum that agreed. Find it with errors.As; it
 // unwraps to each failing node's *NodeError.
 type QuorumError struct {
-	Op     string       // "lock", "unlock" or "extend"
+	Op     string       // "lock", "unlock", "extend", "inspect" or "force-unlock"
 	Name   string       // the lock's name
 	Agreed int          // nodes that agreed (granted, released, extended)
 	Needed int          // nodes that had to agree
