@@ -99,10 +99,11 @@ func jitter(r *run, ps []*faultproxy.Proxy) {
 // mutation).
 func blackhole(k int) func(r *run, ps []*faultproxy.Proxy) {
 	return func(r *run, ps []*faultproxy.Proxy) {
+		n := k // the closure is the scenario's for every run: a mutation must not change it
 		if r.mutated(mutBlackhole3) {
-			k = 3
+			n = 3
 		}
-		for _, p := range ps[:k] {
+		for _, p := range ps[:n] {
 			p.Blackhole(r.t)
 		}
 	}
