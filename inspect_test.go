@@ -85,25 +85,37 @@ func TestInspectForceUnlockKinds(t *testing.T) {
 		check   func(t *testing.T, in *dlock.LockInfo)
 	}{
 		{
-			kind:    dlock.KindMutex,
-			hold:    func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.Mutex("k", dlock.TTL(ttl)).Lock(ctx) },
-			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.Mutex("k", dlock.TTL(ttl)).Lock(ctx) },
+			kind: dlock.KindMutex,
+			hold: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.Mutex("k", dlock.TTL(ttl)).Lock(ctx)
+			},
+			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.Mutex("k", dlock.TTL(ttl)).Lock(ctx)
+			},
 			check: func(t *testing.T, in *dlock.LockInfo) {
 				checkHolder(t, in.Holders[0], false, 1, ttl)
 			},
 		},
 		{
-			kind:    dlock.KindFair,
-			hold:    func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.FairMutex("k", dlock.TTL(ttl)).Lock(ctx) },
-			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.FairMutex("k", dlock.TTL(ttl)).Lock(ctx) },
+			kind: dlock.KindFair,
+			hold: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.FairMutex("k", dlock.TTL(ttl)).Lock(ctx)
+			},
+			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.FairMutex("k", dlock.TTL(ttl)).Lock(ctx)
+			},
 			check: func(t *testing.T, in *dlock.LockInfo) {
 				checkHolder(t, in.Holders[0], false, 1, ttl)
 			},
 		},
 		{
-			kind:    dlock.KindRWMutex,
-			hold:    func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.RWMutex("k", dlock.TTL(ttl)).RLock(ctx) },
-			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.RWMutex("k", dlock.TTL(ttl)).Lock(ctx) },
+			kind: dlock.KindRWMutex,
+			hold: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.RWMutex("k", dlock.TTL(ttl)).RLock(ctx)
+			},
+			contend: func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+				return c.RWMutex("k", dlock.TTL(ttl)).Lock(ctx)
+			},
 			check: func(t *testing.T, in *dlock.LockInfo) {
 				checkHolder(t, in.Holders[0], true, 1, ttl)
 			},

@@ -32,7 +32,9 @@ type hold struct {
 	// lives at least its TTL from when it was sent, and the deadline is the latest such
 	// proof. Only an Extend that shortens sets the expiry exactly; it moves the deadline
 	// down when it is sent, before it can land, and makes the results of everything sent
-	// before it moot (cut), since those may have landed before it.
+	// before it moot (cut), since those may have landed before it. Anything sent while it
+	// is out may land before it too, so its proof counts for no more than the shorter TTL
+	// (belief).
 	mu        sync.Mutex
 	ttl       time.Duration // guarded by mu: the length of each renewal
 	ttlSeq    uint64        // guarded by mu: the Extend that set ttl
@@ -43,14 +45,31 @@ type hold struct {
 	extending int           // guarded by mu: Extends in flight, which may shorten the lease
 	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
 	cut       uint64        // guarded by mu: the newest shortening Extend sent; older results are moot
+	short     int           // guarded by mu: shortening Extends out (sent, poll not over)
+	shortTTL  time.Duration // guarded by mu: the shortest TTL of those; 0 when short is 0
 }
 
-// send numbers a renewal or Extend about to be sent.
-func (h *hold) send() uint64 {
+// belief is how long a call of length ttl sent now proves the key lives: no longer than a
+// shortening Extend still out sets it. The caller holds mu.
+func (h *hold) belief(ttl time.Duration) time.Duration {
+	if h.short > 0 {
+		return min(ttl, h.shortTTL)
+	}
+	return ttl
+}
+
+// nextRenewal numbers a renewal about to be sent and gives its length and belief, at once: a
+// shortening Extend numbered between the two would otherwise leave a renewal numbered
+// after its cut with the length from before it. live is false for a hold that has ended
+// or is being released.
+func (h *hold) nextRenewal() (seq uint64, ttl, belief time.Duration, live bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.err != nil || h.releasing {
+		return 0, 0, 0, false
+	}
 	h.sent++
-	return h.sent
+	return h.sent, h.ttl, h.belief(h.ttl), true
 }
 
 // state reports the hold's error, counting a passed deadline as lost even if the scheduler

@@ -73,19 +73,15 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
-	seq, shorten, err := h.startExtend(ttl)
+	seq, shorten, belief, err := h.startExtend(ttl)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		h.mu.Lock()
-		h.extending--
-		h.mu.Unlock()
-	}()
+	defer h.endExtend(shorten)
 	v := c.poll(ctx, nil, ttl,
 		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
 		func(v *votes) bool { return v.yes >= need || v.no > n-need })
-	deadline := quorum.Deadline(v.start, ttl, c.cfg.driftFactor)
+	deadline := quorum.Deadline(v.start, belief, c.cfg.driftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
 		h.setTTL(seq, ttl)
@@ -102,20 +98,22 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration) error {
 
 // startExtend numbers an Extend to ttl about to be sent and reports whether it shortens
 // the lease. A shortening one takes effect now: see the comment on hold's fields.
-func (h *hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, err error) {
+func (h *hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, belief time.Duration, err error) {
 	h.mu.Lock()
 	if h.releasing {
 		h.mu.Unlock()
-		return 0, false, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+		return 0, false, 0, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
 	h.extending++
 	h.sent++
-	seq, shorten = h.sent, ttl < h.ttl
+	seq, shorten, belief = h.sent, ttl < h.ttl, h.belief(ttl)
 	if !shorten {
 		h.mu.Unlock()
-		return seq, false, nil
+		return seq, false, belief, nil
 	}
 	h.cut, h.ttl, h.ttlSeq = seq, ttl, seq
+	h.shortTTL = h.belief(ttl) // before counting it: the shortest of those out
+	h.short++
 	// Read the clock after the number is taken: the script runs after this instant, so
 	// the key lives at least until then plus ttl.
 	deadline := quorum.Deadline(time.Now(), ttl, h.c.cfg.driftFactor)
@@ -127,7 +125,21 @@ func (h *hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, err err
 	if moved {
 		h.c.sched.Shorten(&h.entry, deadline)
 	}
-	return seq, true, nil
+	return seq, true, ttl, nil
+}
+
+// endExtend records that an Extend's poll is over. A shortening one's reply is in, or it
+// was given up (its fate then unknown: a call lost in the network past the per-node
+// timeout is the one case this does not cover).
+func (h *hold) endExtend(shortened bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.extending--
+	if shortened {
+		if h.short--; h.short == 0 {
+			h.shortTTL = 0
+		}
+	}
 }
 
 // setTTL makes ttl the length of later renewals, unless a later Extend has set it.

@@ -17,18 +17,18 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 	holds := make([]*hold, 0, len(entries))
 	ttls := make([]time.Duration, 0, len(entries))
 	seqs := make([]uint64, 0, len(entries))
+	beliefs := make([]time.Duration, 0, len(entries))
 	minTTL := time.Duration(0)
 	for _, e := range entries {
 		h := e.Value.(*hold)
-		h.mu.Lock()
-		live, ttl := h.err == nil && !h.releasing, h.ttl
-		h.mu.Unlock()
+		seq, ttl, belief, live := h.nextRenewal()
 		if !live {
 			continue
 		}
 		holds = append(holds, h)
 		ttls = append(ttls, ttl)
-		seqs = append(seqs, h.send())
+		seqs = append(seqs, seq)
+		beliefs = append(beliefs, belief)
 		if minTTL == 0 || ttl < minTTL {
 			minTTL = ttl
 		}
@@ -93,7 +93,7 @@ wait:
 				gone++
 			}
 		}
-		deadline := quorum.Deadline(start, ttls[i], c.cfg.driftFactor)
+		deadline := quorum.Deadline(start, beliefs[i], c.cfg.driftFactor)
 		switch {
 		case ok >= need && now.Before(deadline):
 			if !h.renewed(seqs[i], start, deadline) {

@@ -197,7 +197,6 @@ func TestSlotTag(t *testing.T) {
 	}
 }
 
-
 func checkSameSlot(t *testing.T, k Keys) {
 	t.Helper()
 	want := slot(k.Lock)
