@@ -3,7 +3,6 @@ package dlock
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -17,7 +16,7 @@ import (
 // long the holder has left and which holder it is, decoded by scripts.Refusal).
 type votes struct {
 	n        int
-	vals     []int64 // each node's reply where answered; failedReply where the call failed
+	vals     []int64 // each node's reply, where answered and not failed
 	answered []bool
 	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
@@ -35,10 +34,7 @@ type votes struct {
 
 const inlineNodes = 5
 
-// failedReply marks a node whose call failed: no script replies with it.
-const failedReply = math.MinInt64
-
-func (v *votes) failedAt(node int) bool { return v.vals[node] == failedReply }
+func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] != nil }
 
 func newVotes(n int) (*votes, []batch.Call) {
 	v := &votes{n: n, start: time.Now()}
@@ -64,7 +60,6 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 		switch {
 		case call.Err != nil:
 			v.failed++
-			v.vals[call.Node] = failedReply
 			if v.errs == nil {
 				v.errs = make([]error, v.n)
 			}

@@ -59,9 +59,9 @@ func (c *Cluster) Options() *redis.ClusterOptions {
 	return &redis.ClusterOptions{
 		Addrs:        append([]string(nil), c.Addrs...),
 		Password:     c.password,
-		DialTimeout:  time.Second,
-		ReadTimeout:  time.Second,
-		WriteTimeout: time.Second,
+		DialTimeout:  clientTimeout,
+		ReadTimeout:  clientTimeout,
+		WriteTimeout: clientTimeout,
 	}
 }
 
@@ -69,9 +69,7 @@ func (c *Cluster) Options() *redis.ClusterOptions {
 // tb.Cleanup (before the servers are killed).
 func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
-	cc := redis.NewClusterClient(c.Options())
-	tb.Cleanup(func() { _ = cc.Close() })
-	return cc
+	return closedAtCleanup(tb, redis.NewClusterClient(c.Options()))
 }
 
 func (c *Cluster) form() error {

@@ -141,9 +141,9 @@ func (d *Sentinel) FailoverOptions() *redis.FailoverOptions {
 		TLSConfig:        d.Master.Options().TLSConfig,
 		SentinelPassword: d.sentinelPassword,
 		Password:         d.password,
-		DialTimeout:      time.Second,
-		ReadTimeout:      time.Second,
-		WriteTimeout:     time.Second,
+		DialTimeout:      clientTimeout,
+		ReadTimeout:      clientTimeout,
+		WriteTimeout:     clientTimeout,
 	}
 }
 
@@ -151,9 +151,7 @@ func (d *Sentinel) FailoverOptions() *redis.FailoverOptions {
 // closed by tb.Cleanup (before the servers are killed).
 func (d *Sentinel) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewFailoverClient(d.FailoverOptions())
-	tb.Cleanup(func() { _ = c.Close() })
-	return c
+	return closedAtCleanup(tb, redis.NewFailoverClient(d.FailoverOptions()))
 }
 
 // waitFormed waits until the deployment is what StartSentinel promises.

@@ -187,17 +187,26 @@ func (s *Server) Options() *redis.Options {
 		Addr:         s.Addr,
 		Password:     s.password,
 		TLSConfig:    s.tls.clientConfig(),
-		DialTimeout:  time.Second,
-		ReadTimeout:  time.Second,
-		WriteTimeout: time.Second,
+		DialTimeout:  clientTimeout,
+		ReadTimeout:  clientTimeout,
+		WriteTimeout: clientTimeout,
 	}
 }
+
+// clientTimeout is the dial, read and write timeout of every client the harness
+// builds: short, so that a test against a hung server fails fast.
+const clientTimeout = time.Second
 
 // Client returns a new client built from Options. It is closed by
 // tb.Cleanup (before the server is killed).
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewClient(s.Options())
+	return closedAtCleanup(tb, redis.NewClient(s.Options()))
+}
+
+// closedAtCleanup closes c when the test ends; cleanups run last-in first-out,
+// so a client made after its servers is closed before they are killed.
+func closedAtCleanup[C interface{ Close() error }](tb testing.TB, c C) C {
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
