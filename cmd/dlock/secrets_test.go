@@ -32,12 +32,14 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	addACLUser(t, rdb, "app", password)
 	aclUser, aclWrong := withPw("app", password), withPw("app", wrong)
 
+	// The cases run in parallel with --wait 0, so each that must acquire has a lock name
+	// of its own.
 	runCases(t, []cliCase{
 		{"run", nil, []string{"run", "--verbose", "--redis", good, "job", "--", "true"}, 0, nil},
-		{"run with a user", nil, []string{"run", "--redis", goodUser, "job", "--", "true"}, 0, nil},
-		{"run as an ACL user", nil, []string{"run", "--redis", aclUser, "job", "--", "true"}, 0, nil},
+		{"run with a user", nil, []string{"run", "--redis", goodUser, "job-user", "--", "true"}, 0, nil},
+		{"run as an ACL user", nil, []string{"run", "--redis", aclUser, "job-acl", "--", "true"}, 0, nil},
 		{"wrong password of an ACL user", nil, []string{"status", "--redis", aclWrong, "job"}, exitUnavailable, []string{"refused the credentials"}},
-		{"run from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"run", "--verbose", "job", "--", "true"}, 0, nil},
+		{"run from DLOCK_REDIS", []string{"DLOCK_REDIS=" + good}, []string{"run", "--verbose", "job-env", "--", "true"}, 0, nil},
 		{"run held", nil, []string{"run", "--redis", good, "held", "--", "true"}, exitNotAcquired, []string{"held by another process"}},
 		{"status", nil, []string{"status", "--verbose", "--redis", good, "held", "job"}, 0, []string{"tok"}},
 		{"list", nil, []string{"list", "--redis=" + good, "--json"}, 0, []string{"held"}},
