@@ -20,6 +20,8 @@ import (
 type target struct {
 	c      *Client
 	scheme scheme
+	policy policy       // scheme.policy()
+	coord  *coordinator // how this process's goroutines share the key; nil: they do not
 	name   string
 	keys   keyspace.Keys
 	cfg    lockConfig
@@ -35,7 +37,8 @@ type target struct {
 }
 
 func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
-	t := &target{c: c, scheme: s, name: name}
+	t := &target{c: c, scheme: s, policy: s.policy(), name: name}
+	t.coord = newCoordinator(t)
 	t.cfg, t.err = newLockConfig(opts)
 	if t.err == nil {
 		t.keys, t.err = keyspace.For(c.cfg.prefix, name)
@@ -43,7 +46,7 @@ func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
 	t.ttlArg = ms(t.cfg.ttl.Milliseconds())
 	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
 	t.turnsLifeArg = ms(max(3*t.cfg.ttl, time.Minute).Milliseconds())
-	t.turnIDArg = t.turnID()
+	t.turnIDArg = t.coord.turnID()
 	t.channelArg = t.keys.Channel
 	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
 	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
@@ -71,16 +74,8 @@ func newToken() string {
 // attempt succeeds only with a majority and with time left.
 func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
 	c := t.c
-	n := len(c.nodes)
-	need := t.scheme.need(n)
-	var token any = r.waiter // boxed once for every call that carries it
-	stable := t.scheme.stable()
-	if ask := t.prepareAttempt(r); ask != nil {
-		token, stable = ask, true // the process's standing request (turns.go)
-	} else if !stable {
-		token = newToken()
-	}
-
+	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
+	token, claim := t.attemptToken(r)
 	v := c.poll(ctx, nil, t.cfg.ttl,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
@@ -92,17 +87,37 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	if verdict == acquired {
 		return t.acquiredHold(ctx, lockCtx, r, v, token, deadline)
 	}
-	// A stable token (a FairMutex waiter's, a Mutex's standing request) is not undone: a
+	// A claim (a FairMutex waiter's id, a Mutex's standing request) is not undone: a
 	// release may have granted it meanwhile, and the grantee holds it without asking. Its
 	// next attempt finds what landed and keeps it, and a waiter that gives up leaves,
 	// which passes on what it was given.
-	if (v.yes > 0 || v.unanswered() > 0 || v.failed > 0) && !stable {
+	if (v.yes > 0 || v.unanswered() > 0 || v.failed > 0) && !claim {
 		// Only a lock that was held wakes the waiters (on a quorum the majority's wake-up
 		// would only send them into the same race; see releaseAbandoned), and so does an
 		// attempt with no verdict, which may have kept them out.
-		wake := (verdict == late && n == 1) || verdict == failed
-		t.releaseAbandoned(token, wake)
+		t.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
 	}
+	return t.refused(v, verdict, need)
+}
+
+// attemptToken returns the holder token an attempt asks with (boxed once for every call
+// that carries it), and whether it is a claim that a release may grant while the attempt
+// is out: the process's standing request (a Mutex that takes turns), the waiter's id
+// (FairMutex), or else a fresh token.
+func (t *target) attemptToken(r *request) (token any, claim bool) {
+	r.reserve = 1
+	if ask := t.coord.prepare(r); ask != nil {
+		return ask, true
+	}
+	if t.policy.claim {
+		return r.waiter, true
+	}
+	return newToken(), false
+}
+
+// refused is the outcome of an attempt that did not acquire.
+func (t *target) refused(v *votes, verdict verdict, need int) attempt {
+	n := len(t.c.nodes)
 	switch verdict {
 	case late:
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
@@ -111,8 +126,9 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	case split:
 		return attempt{split: true}
 	}
-	a := attempt{err: &QuorumError{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)}}
-	for _, ne := range a.err.(*QuorumError).Nodes {
+	err := &QuorumError{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(t.c)}
+	a := attempt{err: err}
+	for _, ne := range err.Nodes {
 		a.permanent = a.permanent || permanent(ne.Err)
 	}
 	return a
@@ -121,21 +137,14 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 // acquiredHold makes the hold of an attempt that a majority granted in time, once a majority
 // has confirmed its fencing token.
 func (t *target) acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
-	// The counter's largest value is the top of the reserved block (handoff.go).
-	fence := slices.Max(v.vals)
-	if len(t.c.nodes) > 1 && !t.settleFence(ctx, v.vals, fence) {
+	// The counter's largest value is the top of the block reserved (coordinator.go).
+	counter := slices.Max(v.vals)
+	if len(t.c.nodes) > 1 && !t.settleFence(ctx, v.vals, counter) {
 		t.releaseAbandoned(token, true)
-		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
+		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, counter)}
 	}
-	t.attempted(token)
-	// The block reserved is the r.reserve values up to fence; the hold hands off to at
-	// most the r.behind waiters queued now (one round), with the lowest.
-	base := uint64(fence) - uint64(r.reserve-1)
-	if uint64(fence) < uint64(r.reserve) {
-		base = uint64(fence) // a counter someone set below the reservation
-	}
-	spare := min(uint64(r.behind), uint64(fence)-base)
-	return attempt{h: t.newHold(token, base, spare, deadline, lockCtx)}
+	fence, spare := t.coord.acquired(r, token, uint64(counter))
+	return attempt{h: t.newHold(token, fence, spare, deadline, lockCtx)}
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
@@ -225,19 +234,26 @@ func (t *target) newHold(token any, fence, spare uint64, deadline time.Time, loc
 	return h
 }
 
-// start registers a new hold with the Client and its scheduler and returns its lease. If
-// the Client was closed meanwhile, the hold is released and ErrClosed returned.
-func (t *target) start(h *hold, lockCtx context.Context, start time.Time) (*Lease, error) {
+// startAcquired registers the hold of an attempt sent at start (see start): renewed a third
+// of the way into its TTL.
+func (t *target) startAcquired(h *hold, start time.Time) (*Lease, error) {
+	var renewAt time.Time
+	if t.cfg.renew {
+		renewAt = start.Add(h.ttl / 3)
+	}
+	return t.start(h, renewAt, h.ttl/6)
+}
+
+// start registers a new hold with the Client and its scheduler (renewal due at renewAt,
+// zero for none, with slack) and returns its lease. If the Client
+// was closed meanwhile, the hold is released and ErrClosed returned.
+func (t *target) start(h *hold, renewAt time.Time, slack time.Duration) (*Lease, error) {
 	if err := t.c.adopt(h); err != nil {
 		h.cancel(ErrReleased)
 		t.releaseAbandoned(h.token, true)
 		return nil, err
 	}
-	var renewAt time.Time
-	if h.t.cfg.renew {
-		renewAt = start.Add(h.ttl / 3)
-	}
-	if !t.c.sched.Add(&h.entry, renewAt, h.ttl/6, h.deadline) {
+	if !t.c.sched.Add(&h.entry, renewAt, slack, h.deadline) {
 		h.end(ErrReleased, "the client was closed")
 		t.releaseAbandoned(h.token, true)
 		return nil, ErrClosed

@@ -26,4 +26,4 @@ func SetRenewCaptured(c *Client, f func() (applied func())) { c.hooks.renewCaptu
 
 // LeaveTurns sends m's leave of the turns for a standing request with token ask, as the
 // last local waiter that gives up does.
-func LeaveTurns(m *Mutex, ask string) { m.t.leaveTurns(ask) }
+func LeaveTurns(m *Mutex, ask string) { m.t.coord.leaveTurns(ask) }

@@ -106,13 +106,9 @@ func (fairScheme) need(n int) int { return mutexScheme{}.need(n) }
 func (fairScheme) channels(t *target, r *request, n *node) []notify.Channel {
 	return []notify.Channel{
 		// The hand-over comes with its details: the waiter holds the lock at once.
-		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true, Process: r.waiter, Grants: r.grants},
+		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true, Route: routeGrants(r.waiter, r.grants, 0, 0)},
 		keyspaceChannel(n, t.keys.Lock),
 	}
 }
 
-func (fairScheme) queued() bool     { return true }
-func (fairScheme) localQueue() bool { return false }
-func (fairScheme) stable() bool     { return true }
-func (fairScheme) reentrant() bool  { return true }
-func (fairScheme) handsOff() bool   { return false }
+func (fairScheme) policy() policy { return policy{waitList: true, claim: true, reentrant: true} }

@@ -12,7 +12,7 @@ type localQueue struct {
 	// changed is closed (and cleared) when held is cleared or handed to the head; it is
 	// made when the head first waits on it, so an uncontended Lock makes none.
 	changed chan struct{}
-	ask     *mutexAsk // Mutex: this process's standing request, nil when none (turns.go)
+	ask     *mutexAsk // Mutex: this process's standing request, nil when none (coordinator.go)
 }
 
 // behind is how many waiters are queued behind w (all of them if w is not queued).
@@ -44,6 +44,7 @@ type localWaiter struct {
 	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
 	cfg    lockConfig      // the options of the handle it locked: a hold handed to it has them
 	turn   chan struct{}   // closed when the waiter becomes the head
+	queue  *localQueue     // the queue it joined
 	handed *hold           // guarded by Client.mu: the hold handed to it, until taken
 }
 
@@ -51,27 +52,27 @@ type localWaiter struct {
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 // join appends w to the queue of key.
-func (c *Client) join(key string, ctx context.Context, cfg lockConfig, w *localWaiter) *localQueue {
+func (c *Client) join(key string, ctx context.Context, cfg lockConfig, w *localWaiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queueLocked(key)
-	w.ctx, w.cfg = ctx, cfg
+	w.ctx, w.cfg, w.queue = ctx, cfg, q
 	if len(q.waiters) == 0 {
 		w.turn = closedChan
 	} else {
 		w.turn = make(chan struct{})
 	}
 	q.waiters = append(q.waiters, w)
-	return q
 }
 
 // leave removes w and hands the turn to the next waiter if w was the head. It returns a
 // hold handed to w that w did not take (it gave up meanwhile): the caller must end it. It
 // reports whether w was the last waiter of a process that has a standing request in the
 // lock's turns, with its token: the caller must then take the process out.
-func (c *Client) leave(key string, q *localQueue, w *localWaiter) (untaken *hold, leaveTurns bool, ask any) {
+func (c *Client) leave(key string, w *localWaiter) (untaken *hold, leaveTurns bool, ask any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	q := w.queue
 	untaken, w.handed = w.handed, nil
 	for i, x := range q.waiters {
 		if x != w {
@@ -90,45 +91,6 @@ func (c *Client) leave(key string, q *localQueue, w *localWaiter) (untaken *hold
 	return untaken, leaveTurns, ask
 }
 
-// heldHere returns this process's live hold of t, or nil. Only locally queued kinds
-// (Mutex, RWMutex writers) record their holds: for the others it reports none.
-func (t *target) heldHere() *hold {
-	if !t.scheme.localQueue() {
-		return nil
-	}
-	c := t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[t.keys.Lock]; q != nil {
-		return q.held
-	}
-	return nil
-}
-
-// localSignal reports whether this process holds t now, with a channel closed when that
-// hold ends or is handed to the head of the local queue. The channel is made only when
-// the process holds t or always is set; it is nil (never ready) otherwise, and for kinds
-// that do not queue locally.
-//
-// A hold handed to w since its caller last looked counts as a change: the channel is
-// then closed already, so that the caller takes the hold rather than wait for its end.
-func (t *target) localSignal(w *localWaiter, always bool) (held bool, changed <-chan struct{}) {
-	if !t.scheme.localQueue() {
-		return false, nil
-	}
-	c := t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if w != nil && w.handed != nil {
-		return true, closedChan
-	}
-	q := c.queueLocked(t.keys.Lock)
-	if q.held == nil && !always {
-		return false, nil
-	}
-	return q.held != nil, q.signalLocked()
-}
-
 // adopt records a new outer hold. It fails with ErrClosed if Close has begun, since Close
 // would not release a hold it did not see.
 func (c *Client) adopt(h *hold) error {
@@ -138,7 +100,7 @@ func (c *Client) adopt(h *hold) error {
 		return ErrClosed
 	}
 	c.holds[h] = struct{}{}
-	if h.t.scheme.localQueue() {
+	if h.t.coord != nil {
 		c.queueLocked(h.t.keys.Lock).held = h
 	}
 	return nil
@@ -182,4 +144,16 @@ func (c *Client) dropIfIdleLocked(key string, q *localQueue) {
 			c.spareQueues = append(c.spareQueues, q)
 		}
 	}
+}
+
+// takeHandoff returns the hold handed to w, if any; the caller now owns it.
+func (c *Client) takeHandoff(w *localWaiter) *hold {
+	if w == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := w.handed
+	w.handed = nil
+	return h
 }

@@ -31,7 +31,7 @@ func (h *hold) release(ctx context.Context) error {
 	h.mu.Unlock()
 	// An Extend in flight may shorten the key's expiry after the hand-off, which the
 	// successor would not hear of: release through Redis instead.
-	if !extending && h.handOff() {
+	if !extending && h.t.coord.handOff(h) {
 		return nil
 	}
 

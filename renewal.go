@@ -13,27 +13,8 @@ import (
 // plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
 // is retried soon, until the deadline ends the lease.
 func (c *Client) renewBatch(entries []*renew.Entry) {
-	n := len(c.nodes)
-	holds := make([]*hold, 0, len(entries))
-	ttls := make([]time.Duration, 0, len(entries))
-	seqs := make([]uint64, 0, len(entries))
-	beliefs := make([]time.Duration, 0, len(entries))
-	minTTL := time.Duration(0)
-	for _, e := range entries {
-		h := e.Value.(*hold)
-		seq, ttl, belief, live := h.nextRenewal()
-		if !live {
-			continue
-		}
-		holds = append(holds, h)
-		ttls = append(ttls, ttl)
-		seqs = append(seqs, seq)
-		beliefs = append(beliefs, belief)
-		if minTTL == 0 || ttl < minTTL {
-			minTTL = ttl
-		}
-	}
-	if len(holds) == 0 {
+	b := captureRenewals(entries)
+	if len(b.holds) == 0 {
 		return
 	}
 	if f := c.hooks.renewCaptured; f != nil {
@@ -41,30 +22,74 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 			defer applied()
 		}
 	}
+	replies, answered := c.sendRenewals(b)
+	now := time.Now()
+	for i, h := range b.holds {
+		ok, gone := countRenewed(replies, answered, i)
+		c.applyRenewal(h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.driftFactor), b.start, now, ok, gone)
+	}
+}
 
-	// replies[node][i] is node's answer for holds[i]. A node counts once it has answered
-	// every call; a call not written by the time the verdict is due is not sent at all.
-	replies := make([][]*batch.Call, n)
-	answers := make(chan *batch.Call, n*len(holds)) // room for every reply, also the late ones
-	start := time.Now()
-	timeout := c.renewTimeout(minTTL)
+// renewals is one batch of renewals: the live holds of the entries that fell due, each
+// with the number, length and belief of its renewal (see hold.nextRenewal).
+type renewals struct {
+	holds   []*hold
+	ttls    []time.Duration
+	seqs    []uint64
+	beliefs []time.Duration
+	minTTL  time.Duration
+	start   time.Time // when the batch was sent
+}
+
+func captureRenewals(entries []*renew.Entry) *renewals {
+	b := &renewals{
+		holds:   make([]*hold, 0, len(entries)),
+		ttls:    make([]time.Duration, 0, len(entries)),
+		seqs:    make([]uint64, 0, len(entries)),
+		beliefs: make([]time.Duration, 0, len(entries)),
+	}
+	for _, e := range entries {
+		h := e.Value.(*hold)
+		seq, ttl, belief, live := h.nextRenewal()
+		if !live {
+			continue
+		}
+		b.holds = append(b.holds, h)
+		b.ttls = append(b.ttls, ttl)
+		b.seqs = append(b.seqs, seq)
+		b.beliefs = append(b.beliefs, belief)
+		if b.minTTL == 0 || ttl < b.minTTL {
+			b.minTTL = ttl
+		}
+	}
+	return b
+}
+
+// sendRenewals sends b and waits for the replies. replies[node][i] is node's answer for
+// b.holds[i]; a node counts (answered) once it has answered every call. A call not written
+// by the time the verdict is due is not sent at all.
+func (c *Client) sendRenewals(b *renewals) (replies [][]*batch.Call, answered []bool) {
+	n := len(c.nodes)
+	replies = make([][]*batch.Call, n)
+	answers := make(chan *batch.Call, n*len(b.holds)) // room for every reply, also the late ones
+	b.start = time.Now()
+	timeout := c.renewTimeout(b.minTTL)
 	for node := range c.nodes {
-		calls := make([]*batch.Call, len(holds))
-		for i, h := range holds {
-			calls[i] = &batch.Call{Node: node, Deadline: start.Add(timeout), Done: answers}
-			h.t.scheme.extend(h.t, h.token, ms(ttls[i].Milliseconds()), false, calls[i])
+		calls := make([]*batch.Call, len(b.holds))
+		for i, h := range b.holds {
+			calls[i] = &batch.Call{Node: node, Deadline: b.start.Add(timeout), Done: answers}
+			h.t.scheme.extend(h.t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
 		}
 		replies[node] = calls
 		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
 	}
-	answered := make([]bool, n)
+	answered = make([]bool, n)
 	missing := make([]int, n) // calls of each node not yet answered
 	for node := range missing {
-		missing[node] = len(holds)
+		missing[node] = len(b.holds)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-wait:
 	for waiting := n; waiting > 0; {
 		select {
 		case call := <-answers:
@@ -73,40 +98,47 @@ wait:
 				waiting--
 			}
 		case <-timer.C:
-			break wait
+			return replies, answered
 		}
 	}
+	return replies, answered
+}
 
-	now := time.Now()
-	for i, h := range holds {
-		need := h.t.scheme.need(n)
-		ok, gone := 0, 0
-		for node := range c.nodes {
-			if !answered[node] {
-				continue
-			}
-			switch call := replies[node][i]; {
-			case call.Err != nil:
-			case call.Val == 1:
-				ok++
-			default:
-				gone++
-			}
+// countRenewed counts the nodes that renewed the hold numbered i and those that no longer
+// hold it, among the nodes that answered.
+func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int) {
+	for node, calls := range replies {
+		if !answered[node] {
+			continue
 		}
-		deadline := quorum.Deadline(start, beliefs[i], c.cfg.driftFactor)
-		switch {
-		case ok >= need && now.Before(deadline):
-			if !h.renewed(seqs[i], start, deadline) {
-				// Moot (a shortening Extend was sent meanwhile): renew again now, with
-				// the new length. A hold that has ended is no longer scheduled.
-				c.sched.Retry(&h.entry, now)
-			}
-		case gone > n-need:
-			h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
+		switch call := calls[i]; {
+		case call.Err != nil:
+		case call.Val == 1:
+			ok++
 		default:
-			c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
-			c.sched.Retry(&h.entry, now.Add(max(ttls[i]/12, minBackoff)))
+			gone++
 		}
+	}
+	return ok, gone
+}
+
+// applyRenewal applies the outcome of h's renewal number seq, of length ttl, sent at start:
+// it proves the key lives until deadline if ok nodes renewed it; gone nodes no longer hold it.
+func (c *Client) applyRenewal(h *hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
+	n := len(c.nodes)
+	need := h.t.scheme.need(n)
+	switch {
+	case ok >= need && now.Before(deadline):
+		if !h.renewed(seq, start, deadline) {
+			// Moot (a shortening Extend was sent meanwhile): renew again now, with the new
+			// length. A hold that has ended is no longer scheduled.
+			c.sched.Retry(&h.entry, now)
+		}
+	case gone > n-need:
+		h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
+	default:
+		c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
+		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
 	}
 }
 

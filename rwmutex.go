@@ -103,11 +103,7 @@ func (readScheme) need(n int) int                            { return mutexSchem
 func (readScheme) channels(t *target, _ *request, n *node) []notify.Channel {
 	return rwChannels(t, n)
 }
-func (readScheme) queued() bool     { return false }
-func (readScheme) localQueue() bool { return false }
-func (readScheme) stable() bool     { return false }
-func (readScheme) reentrant() bool  { return true }
-func (readScheme) handsOff() bool   { return false }
+func (readScheme) policy() policy { return policy{reentrant: true} }
 
 // writeScheme: the write lock is a Mutex's string key; a waiting writer is listed, with a
 // deadline it refreshes, to keep new readers out.
@@ -141,8 +137,6 @@ func (writeScheme) need(n int) int { return mutexScheme{}.need(n) }
 func (writeScheme) channels(t *target, _ *request, n *node) []notify.Channel {
 	return rwChannels(t, n)
 }
-func (writeScheme) queued() bool     { return true }
-func (writeScheme) localQueue() bool { return true }
-func (writeScheme) stable() bool     { return false }
-func (writeScheme) reentrant() bool  { return true }
-func (writeScheme) handsOff() bool   { return false }
+func (writeScheme) policy() policy {
+	return policy{waitList: true, reentrant: true, coordinate: queueLocally}
+}

@@ -32,13 +32,36 @@ type scheme interface {
 	need(n int) int
 	// channels are what a waiter listens on, on node n.
 	channels(t *target, r *request, n *node) []notify.Channel
-	// traits
-	queued() bool     // waiters keep an entry in Redis, refreshed while they wait
-	localQueue() bool // goroutines of one process queue locally; only the first asks Redis
-	stable() bool     // every attempt of a request uses its waiter id as holder token
-	reentrant() bool  // a Lock with a ctx that carries a live lease of it joins that hold
-	handsOff() bool   // Unlock may hand the hold to the next local waiter (see handoff.go)
+	// policy is how the kind waits and shares, apart from its scripts.
+	policy() policy
 }
+
+// A policy is what the engine asks of a kind beyond its scripts: how its waiters are
+// known in Redis, how the goroutines of one process share the key, and whether a Lock may
+// join a hold its ctx carries. Each kind declares one, next to its scripts.
+type policy struct {
+	// waitList: each request has an id (request.waiter) in a wait list in Redis, which its
+	// attempts refresh, at least every waiterRefresh, and which it leaves (scheme.leave)
+	// when it gives up. FairMutex, Semaphore, RWMutex writers.
+	waitList bool
+	// claim: every attempt asks with the request's waiter id, and a release may hand the
+	// lock to that id while the attempt is out (FairMutex): an attempt is never undone,
+	// only left. Implies waitList.
+	claim bool
+	// reentrant: a Lock whose ctx carries a live lease of the lock joins its hold.
+	reentrant bool
+	// coordinate: how the goroutines of one process share the key (coordinator.go).
+	coordinate coordination
+}
+
+// coordination is how the goroutines of one process share a lock key.
+type coordination int
+
+const (
+	alone        coordination = iota // each asks Redis on its own: no coordinator
+	queueLocally                     // they queue locally; only the head asks Redis (RWMutex writers)
+	hotKey                           // queueLocally, plus hand-off and turns (Mutex)
+)
 
 // request is one call of Lock, TryLock, Acquire...: what all its attempts share.
 type request struct {
@@ -49,11 +72,13 @@ type request struct {
 	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
 	wait   localWaiter
 
-	// Mutex, set before each attempt: see handoff.go, turns.go and mutex_acquire.lua.
-	reserve int64       // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
-	behind  int64       // local waiters behind the caller: the hand-offs the hold may make
-	grants  chan string // the details of grants to this caller, made when it listens (turns.go)
-	// firstSent is when the first attempt of a request with a stable token started:
+	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
+	reserve int64 // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
+	behind  int64 // local waiters behind the caller: the hand-offs the hold may make
+	// grants are the grants to this caller (a Mutex's standing request, a FairMutex
+	// waiter), made when it first listens: see grants.go.
+	grants chan scripts.Grant
+	// firstSent is when the first attempt of a request with a claim token started:
 	// a FairMutex hand-over to that token happens after it.
 	firstSent time.Time
 }
@@ -115,7 +140,7 @@ func mutexRelease(t *target, token any, publish string, mode, me any, call *batc
 	call.Script = scripts.MutexRelease
 	call.Keys = t.mutexReleaseKeys
 	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
-	if t.turns() {
+	if t.coord.takesTurns() {
 		turn = t.c.turn.arg
 	}
 	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
@@ -141,18 +166,10 @@ func (mutexScheme) need(n int) int                            { return quorum.Ma
 
 func (mutexScheme) channels(t *target, r *request, n *node) []notify.Channel {
 	released := releaseChannel(t, n)
-	if t.turns() && !r.try {
-		// The lock passed to another process wakes this one only once that could have
-		// lapsed; a grant to this one comes with its details (turns.go).
-		released.Process, released.Grants = t.turnID(), r.grants
-		released.TurnLapse = t.c.turn.length + time.Millisecond
-		released.GrantLapse = min(t.cfg.ttl, grantLength) + time.Millisecond
+	if t.coord.takesTurns() && !r.try {
+		released.Route = t.coord.route(r)
 	}
 	return []notify.Channel{released, keyspaceChannel(n, t.keys.Lock)}
 }
 
-func (mutexScheme) queued() bool     { return false }
-func (mutexScheme) localQueue() bool { return true }
-func (mutexScheme) stable() bool     { return false }
-func (mutexScheme) reentrant() bool  { return true }
-func (mutexScheme) handsOff() bool   { return true }
+func (mutexScheme) policy() policy { return policy{reentrant: true, coordinate: hotKey} }

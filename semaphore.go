@@ -112,8 +112,4 @@ func (semaphoreScheme) channels(t *target, _ *request, n *node) []notify.Channel
 	return []notify.Channel{releaseChannel(t, n)}
 }
 
-func (semaphoreScheme) queued() bool     { return true }
-func (semaphoreScheme) localQueue() bool { return false }
-func (semaphoreScheme) stable() bool     { return false }
-func (semaphoreScheme) reentrant() bool  { return false }
-func (semaphoreScheme) handsOff() bool   { return false }
+func (semaphoreScheme) policy() policy { return policy{waitList: true} }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
-
 	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // Waiting. A waiter never polls at a fixed rate. It wakes when:
@@ -40,7 +40,7 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if t.scheme.reentrant() {
+	if t.policy.reentrant {
 		if h := heldIn(ctx, c, t.scheme.kind(), t.keys.Lock); h != nil {
 			return newInnerLease(h, ctx), nil
 		}
@@ -48,7 +48,7 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, t.gaveUp(ctx, -1)
 	}
-	if t.scheme.queued() || t.scheme.stable() {
+	if t.policy.waitList {
 		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
 	}
 	if err := c.enter(); err != nil {
@@ -57,168 +57,199 @@ func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
 	defer c.inflight.Done()
 	if r.try {
 		lease, err := t.tryLock(ctx, r)
-		if err != nil && t.scheme.queued() && t.scheme.stable() {
-			// A try never queues, but its attempt may have landed after a timeout: a stable
-			// token is not undone by the attempt, so leave, which releases what landed.
+		if err != nil && t.policy.claim {
+			// A try never queues, but its attempt may have landed after a timeout: a claim
+			// is not undone by the attempt, so leave, which releases what landed.
 			t.leaveQueue(r)
 		}
 		return lease, err
 	}
-
-	if t.scheme.localQueue() {
-		r.local = &r.wait
-		q := c.join(t.keys.Lock, ctx, t.cfg, r.local)
-		lease, err := t.waitTurn(ctx, r)
-		if err != nil && t.scheme.queued() {
-			t.leaveQueue(r)
-		}
-		untaken, leaveTurns, ask := c.leave(t.keys.Lock, q, r.local)
-		if untaken != nil {
-			// Handed over as this caller gave up: pass it on, or release it.
-			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(t.cfg.ttl))
-			_ = untaken.release(release)
-			cancel()
-		}
-		if leaveTurns {
-			t.leaveTurns(ask)
-		}
-		return lease, err
+	var lease *Lease
+	err := t.coord.join(ctx, r)
+	if err == nil {
+		lease, err = t.wait(ctx, r)
 	}
-	lease, err := t.wait(ctx, r)
-	if err != nil && t.scheme.queued() {
+	if err != nil && t.policy.waitList {
 		t.leaveQueue(r)
 	}
+	t.coord.leave(ctx, r)
 	return lease, err
-}
-
-// waitTurn waits for the caller's turn in the local queue, then for the lock.
-func (t *target) waitTurn(ctx context.Context, r *request) (*Lease, error) {
-	select {
-	case <-r.local.turn:
-	case <-ctx.Done():
-		return nil, t.gaveUp(ctx, -1)
-	case <-t.c.done:
-		return nil, ErrClosed
-	}
-	return t.wait(ctx, r)
 }
 
 // wait makes attempts until one succeeds, ctx ends, the Client closes or nodes keep failing.
 func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
-	c := t.c
-	var wake chan struct{} // made when the first attempt fails: an uncontended Lock needs none
-	var watches []*notify.Watch
-	defer func() {
-		if len(watches) > 0 {
-			// In the background: a node that went silent holds up its subscriptions'
-			// bookkeeping until the client's read timeout, which must not delay Lock.
-			go closeAll(watches)
-		}
-	}()
-	listening := false
-	failures := 0 // consecutive attempts that reached no verdict
-	splits := 0   // consecutive split votes
-	var lastErr error
-	backoff := minBackoff
-	left := time.Duration(-1)
+	w := waiting{t: t, r: r, backoff: minBackoff, left: -1}
+	defer w.stopListening()
 	for {
-		if h := c.takeHandoff(r.local); h != nil {
+		if lease, err := t.fromProcess(ctx, r); lease != nil || err != nil {
+			return lease, err
+		}
+		start := time.Now()
+		a := t.acquireOnce(ctx, ctx, r)
+		if a.h != nil {
+			return t.startAcquired(a.h, start)
+		}
+		sleep, err := w.next(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if sleep > 0 {
+			if err := w.pause(ctx, sleep); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// fromProcess returns what this process can give the caller without asking Redis: a hold
+// handed over by a local Unlock, or one a release granted. While this process holds the
+// lock itself (and has not handed it to the caller), it waits here, with no round trip.
+// It returns neither a lease nor an error when the caller must ask Redis.
+func (t *target) fromProcess(ctx context.Context, r *request) (*Lease, error) {
+	for {
+		if h := t.coord.takeHandoff(r); h != nil {
 			return &h.outer, nil
 		}
 		if h := t.takeGrant(r, ctx); h != nil {
 			return t.startGranted(h)
 		}
-		if held, changed := t.localSignal(r.local, false); held {
-			// This process holds the lock: wait for it locally, no round trip.
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return nil, t.gaveUp(ctx, -1)
-			case <-c.done:
-				return nil, ErrClosed
-			}
+		changed := t.coord.changed(r, false)
+		if changed == nil {
+			return nil, nil
 		}
-		start := time.Now()
-		a := t.acquireOnce(ctx, ctx, r)
-		if a.h != nil {
-			return t.start(a.h, ctx, start)
-		}
-		lastErr = a.err
-		if ctx.Err() != nil {
-			return nil, t.gaveUpAfter(ctx, left, lastErr)
-		}
-		if a.err == nil {
-			failures = 0
-		}
-		if !a.split {
-			splits = 0
-		}
-		var sleep time.Duration
-		switch {
-		case a.err != nil && a.permanent:
-			return nil, a.err
-		case a.err != nil:
-			failures++
-			if failures >= maxFailedAttempts {
-				return nil, a.err
-			}
-			c.cfg.logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
-			sleep, backoff = jitter(backoff), min(2*backoff, maxBackoff)
-		case !listening:
-			// Listen before waiting, then look again: a release between the attempt and
-			// the subscription would otherwise go unheard.
-			wake = make(chan struct{}, 1)
-			if r.grants == nil {
-				r.grants = make(chan string, 4)
-			}
-			watches = t.watch(ctx, r, wake)
-			listening = true
-			if len(watches) > 0 {
-				continue
-			}
-			sleep = minBackoff
-		case a.split:
-			// Contenders split the votes and undid their partial holds, which publishes:
-			// ignore those wake-ups and retry after a random delay, so that they do not
-			// collide again.
-			if err := t.sleep(ctx, splitDelay(splits)); err != nil {
-				return nil, err
-			}
-			splits++
-			drain(wake)
-			continue
-		default:
-			left = a.left
-			if left >= 0 && len(watches) > 0 {
-				sleep, backoff = left+time.Millisecond, minBackoff
-			} else {
-				sleep, backoff = jitter(backoff), min(2*backoff, maxBackoff)
-				if left >= 0 {
-					sleep = min(sleep, left+time.Millisecond)
-				}
-			}
-		}
-		if t.scheme.queued() || t.turns() {
-			// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
-			// an attempt refreshes it.
-			sleep = min(sleep, waiterRefresh*time.Millisecond)
-		}
-		_, changed := t.localSignal(r.local, true) // this process may take the lock meanwhile (TryLock)
-		timer := time.NewTimer(sleep)
 		select {
-		case <-wake:
 		case <-changed:
-		case <-timer.C:
 		case <-ctx.Done():
-			timer.Stop()
-			return nil, t.gaveUpAfter(ctx, left, lastErr)
-		case <-c.done:
-			timer.Stop()
+			return nil, t.gaveUp(ctx, -1)
+		case <-t.c.done:
 			return nil, ErrClosed
 		}
-		timer.Stop()
 	}
+}
+
+// waiting is what a wait carries from one attempt to the next.
+type waiting struct {
+	t        *target
+	r        *request
+	wake     chan struct{} // made when the first attempt fails: an uncontended Lock needs none
+	watches  []*notify.Watch
+	listened bool
+	failures int // consecutive attempts that reached no verdict
+	splits   int // consecutive split votes
+	lastErr  error
+	backoff  time.Duration
+	left     time.Duration // the holder's time left, as the last refusal said; <0 unknown
+}
+
+// next decides what follows the failed attempt a: how long to pause before the next one
+// (0: at once), or the error that ends the wait.
+func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
+	t := w.t
+	w.lastErr = a.err
+	if ctx.Err() != nil {
+		return 0, t.gaveUpAfter(ctx, w.left, w.lastErr)
+	}
+	if a.err == nil {
+		w.failures = 0
+	}
+	if !a.split {
+		w.splits = 0
+	}
+	var sleep time.Duration
+	switch {
+	case a.err != nil && a.permanent:
+		return 0, a.err
+	case a.err != nil:
+		if w.failures++; w.failures >= maxFailedAttempts {
+			return 0, a.err
+		}
+		t.c.cfg.logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
+		sleep = w.backOff()
+	case !w.listened:
+		// Listen before waiting, then look again: a release between the attempt and the
+		// subscription would otherwise go unheard.
+		if w.listen(ctx) {
+			return 0, nil
+		}
+		sleep = minBackoff
+	case a.split:
+		// Contenders split the votes and undid their partial holds, which publishes:
+		// ignore those wake-ups and retry after a random delay, so that they do not
+		// collide again.
+		if err := t.sleep(ctx, splitDelay(w.splits)); err != nil {
+			return 0, err
+		}
+		w.splits++
+		drain(w.wake)
+		return 0, nil
+	default:
+		sleep = w.untilFree(a.left)
+	}
+	if t.policy.waitList || t.coord.takesTurns() {
+		// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
+		// an attempt refreshes it.
+		sleep = min(sleep, waiterRefresh*time.Millisecond)
+	}
+	return sleep, nil
+}
+
+// backOff returns the next exponential back-off, with jitter.
+func (w *waiting) backOff() time.Duration {
+	sleep := jitter(w.backoff)
+	w.backoff = min(2*w.backoff, maxBackoff)
+	return sleep
+}
+
+// untilFree is the pause after a refusal that said the holder has left (<0: unknown):
+// until then when a release can be heard, else a back-off no longer than that.
+func (w *waiting) untilFree(left time.Duration) time.Duration {
+	w.left = left
+	if left >= 0 && len(w.watches) > 0 {
+		w.backoff = minBackoff
+		return left + time.Millisecond
+	}
+	sleep := w.backOff()
+	if left >= 0 {
+		sleep = min(sleep, left+time.Millisecond)
+	}
+	return sleep
+}
+
+// listen subscribes to what wakes the waiter, and reports whether any node listens.
+func (w *waiting) listen(ctx context.Context) bool {
+	w.wake = make(chan struct{}, 1)
+	if w.r.grants == nil {
+		w.r.grants = make(chan scripts.Grant, 4)
+	}
+	w.watches = w.t.watch(ctx, w.r, w.wake)
+	w.listened = true
+	return len(w.watches) > 0
+}
+
+func (w *waiting) stopListening() {
+	if len(w.watches) > 0 {
+		// In the background: a node that went silent holds up its subscriptions'
+		// bookkeeping until the client's read timeout, which must not delay Lock.
+		go closeAll(w.watches)
+	}
+}
+
+// pause waits sleep, or until a wake-up or this process's hold of the lock changes
+// (this process may take the lock meanwhile: TryLock), or the wait ends.
+func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
+	changed := w.t.coord.changed(w.r, true)
+	timer := time.NewTimer(sleep)
+	defer timer.Stop()
+	select {
+	case <-w.wake:
+	case <-changed:
+	case <-timer.C:
+	case <-ctx.Done():
+		return w.t.gaveUpAfter(ctx, w.left, w.lastErr)
+	case <-w.t.c.done:
+		return ErrClosed
+	}
+	return nil
 }
 
 // leaveQueue takes a waiter that gave up out of the wait lists on every node, without
@@ -261,14 +292,14 @@ func drain(ch chan struct{}) {
 
 // tryLock makes one attempt. A lock this process holds is refused without a round trip.
 func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
-	if h := t.heldHere(); h != nil {
+	if h := t.coord.heldHere(); h != nil {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()
 	a := t.acquireOnce(ctx, ctx, r)
 	switch {
 	case a.h != nil:
-		return t.start(a.h, ctx, start)
+		return t.startAcquired(a.h, start)
 	case a.err != nil:
 		return nil, a.err
 	case a.left >= 0:

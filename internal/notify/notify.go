@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,44 +25,14 @@ type Channel struct {
 	// Once is set for a channel that only one wait ever listens on (a FairMutex waiter's
 	// own channel): it is unsubscribed as soon as its waiter leaves, without lingering.
 	Once bool
-	// Process, when set, is the id of this waiter's process in a Mutex's turns. A release
-	// passes the lock on to one process: "turn:<id>" gives it the turn (only it may take
-	// the free lock for a moment), "grant:<id>:<details>" gives it the lock itself. A
-	// message that passes the lock to another process does not wake the waiter at once,
-	// since only that process may take it, but TurnLapse or GrantLapse later, when a turn
-	// or a grant that process did not use has lapsed. A grant to this process sends its
-	// details on Grants (without blocking: give it room) before it wakes the waiter.
-	Process    string
-	TurnLapse  time.Duration
-	GrantLapse time.Duration
-	Grants     chan<- string
-}
-
-// Prefixes of the messages that pass a Mutex on to one process.
-const (
-	TurnPrefix  = "turn:"
-	GrantPrefix = "grant:"
-)
-
-// route says what a message on ch means for its waiter: wake at once (after delivering
-// a grant's details, if it is one), or wake after the returned lapse.
-func (ch *Channel) route(payload string) (grant string, lapse time.Duration) {
-	if ch.Process == "" {
-		return "", 0
-	}
-	if id, ok := strings.CutPrefix(payload, TurnPrefix); ok {
-		if id == ch.Process {
-			return "", 0
-		}
-		return "", ch.TurnLapse
-	}
-	if rest, ok := strings.CutPrefix(payload, GrantPrefix); ok {
-		if details, mine := strings.CutPrefix(rest, ch.Process+":"); mine {
-			return details, 0
-		}
-		return "", ch.GrantLapse
-	}
-	return "", 0
+	// Route, when set, says what a message on the channel means for its waiter: it is
+	// called with each message's payload and returns how long to wait before waking the
+	// waiter, 0 for at once. A message that passes the lock to someone else (another
+	// process's turn, say) wakes the waiter only once that could have lapsed; a waiter has
+	// one such deferred wake-up pending at a time. Route runs on the node's reader
+	// goroutine with the node locked: it must not block. The lock's protocol lives with
+	// whoever sets it; this package only knows channels.
+	Route func(payload string) (after time.Duration)
 }
 
 // linger is how long a channel stays subscribed after its last waiter left, so that a hot
@@ -167,7 +136,7 @@ type Watch struct {
 	c        chan struct{} // the caller's; a wake-up is kept until the waiter reads it
 	once     sync.Once
 
-	// later is the pending deferred wake-up (see Channel.Process), nil when none; guarded by
+	// later is the pending deferred wake-up (see Channel.Route), nil when none; guarded by
 	// the node's mu.
 	later *time.Timer
 }
@@ -179,25 +148,18 @@ func (w *Watch) wake() {
 	}
 }
 
-// message wakes w for a message on the channel called name: at once, or, for a message
-// that passes the lock to another process, once that could have lapsed (one pending
-// deferred wake-up at a time). The caller holds the node's mu.
+// message wakes w for a message on the channel called name: at once, or when its
+// channel's Route says so (one pending deferred wake-up at a time). The caller holds the
+// node's mu.
 func (w *Watch) message(name, payload string) {
 	for i := range w.channels {
 		ch := &w.channels[i]
 		if ch.Name != name {
 			continue
 		}
-		grant, lapse := ch.route(payload)
-		if grant != "" && ch.Grants != nil {
-			select {
-			case ch.Grants <- grant:
-			default:
-			}
-		}
-		if lapse > 0 {
+		if after := routeOf(ch, payload); after > 0 {
 			if w.later == nil {
-				w.later = time.AfterFunc(lapse, func() {
+				w.later = time.AfterFunc(after, func() {
 					w.node.mu.Lock()
 					w.later = nil
 					w.node.mu.Unlock()
@@ -209,6 +171,13 @@ func (w *Watch) message(name, payload string) {
 		break
 	}
 	w.wake()
+}
+
+func routeOf(ch *Channel, payload string) time.Duration {
+	if ch.Route == nil {
+		return 0
+	}
+	return ch.Route(payload)
 }
 
 // Close ends the registration; the subscription itself lingers for reuse.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -586,47 +587,50 @@ func TestHubClose(t *testing.T) {
 	NewHub(sub, slog.New(slog.DiscardHandler)).Close()
 }
 
-// TestTurnMessages: a message that passes the lock to another process (a turn or a grant)
-// wakes a waiter only after that could have lapsed; its own turn or grant (whose details
-// it receives) and other messages wake it at once; a watch closed with a deferred wake-up
-// pending never fires it.
-func TestTurnMessages(t *testing.T) {
+// TestRoute: a message that Route defers (one that passes the lock to someone else) wakes
+// the waiter only after the delay it returns; other messages wake it at once, and Route sees
+// every payload; a watch closed with a deferred wake-up pending never fires it.
+func TestRoute(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	h := newHub(t, rdb)
-	grants := make(chan string, 1)
-	ch := Channel{Name: "released", Process: "me", TurnLapse: 500 * time.Millisecond, GrantLapse: 500 * time.Millisecond, Grants: grants}
+	seen := make(chan string, 16)
+	ch := Channel{Name: "released", Route: func(payload string) time.Duration {
+		seen <- payload
+		if strings.HasPrefix(payload, "other") {
+			return 500 * time.Millisecond
+		}
+		return 0
+	}}
 	wake := make(chan struct{}, 1)
 	w := watch(t, h, "k", []Channel{ch}, wake)
 	defer w.Close()
 
-	rdb.Publish(ctx, "released", TurnPrefix+"other")
-	notWoken(t, wake, 100*time.Millisecond, "another process's turn woke the waiter at once")
-	woken(t, wake, long, "after another process's turn lapsed")
+	rdb.Publish(ctx, "released", "other:1")
+	notWoken(t, wake, 100*time.Millisecond, "a deferred message woke the waiter at once")
+	woken(t, wake, long, "after the deferred message's delay")
+	if got := <-seen; got != "other:1" {
+		t.Fatalf("Route saw %q, want other:1", got)
+	}
 
-	for _, msg := range []string{TurnPrefix + "me", "released", "left"} {
+	for _, msg := range []string{"mine", "released", "left"} {
 		rdb.Publish(ctx, "released", msg)
 		woken(t, wake, long, msg)
+		if got := <-seen; got != msg {
+			t.Fatalf("Route saw %q, want %q", got, msg)
+		}
 	}
-	rdb.Publish(ctx, "released", GrantPrefix+"me:token:7:1")
-	woken(t, wake, long, "a grant to this process")
-	if g := <-grants; g != "token:7:1" {
-		t.Fatalf("grant details %q, want token:7:1", g)
-	}
-	rdb.Publish(ctx, "released", GrantPrefix+"other:token:8:1")
-	notWoken(t, wake, 100*time.Millisecond, "another process's grant woke the waiter at once")
-	woken(t, wake, long, "after another process's grant lapsed")
 
-	// Two turns for others in a row: one deferred wake-up, not two.
-	rdb.Publish(ctx, "released", TurnPrefix+"a")
-	rdb.Publish(ctx, "released", TurnPrefix+"b")
-	woken(t, wake, long, "after the turns lapsed")
+	// Two deferred messages in a row: one deferred wake-up, not two.
+	rdb.Publish(ctx, "released", "other:a")
+	rdb.Publish(ctx, "released", "other:b")
+	woken(t, wake, long, "after the deferred messages' delay")
 	notWoken(t, wake, time.Second, "a second deferred wake-up")
 
 	// A watch that closes with a wake-up pending: the timer is stopped.
 	wake2 := make(chan struct{}, 1)
 	w2 := watch(t, h, "k", []Channel{ch}, wake2)
-	rdb.Publish(ctx, "released", TurnPrefix+"other")
+	rdb.Publish(ctx, "released", "other:c")
 	eventually(t, long, "the deferred wake-up to be set", func() bool {
 		w2.node.mu.Lock()
 		defer w2.node.mu.Unlock()

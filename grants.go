@@ -1,0 +1,80 @@
+package dlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// Grants: a release that passes the lock straight to a waiting request. A Mutex release
+// grants the standing request of the process whose turn it is (coordinator.go); a
+// FairMutex release hands the lock to the next waiter of its queue. Either publishes the
+// grant (scripts.Message), and the grantee holds the lock without a round trip of its own.
+
+// routeGrants is the Route of a waiter's channel: a grant to me sends its details on grants
+// (without blocking: they have room) and wakes the waiter at once; a turn or a grant for
+// someone else wakes it only once that could have lapsed (turnLapse, grantLapse); anything
+// else wakes it at once.
+func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse time.Duration) func(string) time.Duration {
+	return func(payload string) time.Duration {
+		m := scripts.ParseMessage(payload)
+		switch {
+		case m.Kind == scripts.Released:
+		case m.To != me && m.Kind == scripts.Turn:
+			return turnLapse
+		case m.To != me:
+			return grantLapse
+		case m.Kind == scripts.Granted:
+			select {
+			case grants <- m.Grant:
+			default:
+			}
+		}
+		return 0
+	}
+}
+
+// takeGrant returns the hold of a grant this caller received, if enough of the granted
+// lease is left to be worth taking: else the next attempt, with the same token, confirms
+// the grant and starts a fresh lease.
+func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
+	for {
+		var g scripts.Grant
+		select {
+		case g = <-r.grants:
+		default:
+			return nil
+		}
+		token, sent, behind, ok := t.granted(r, g.Token)
+		if !ok {
+			continue // a grant for a request this caller no longer makes
+		}
+		length := min(t.cfg.ttl, grantLength)
+		deadline := quorum.Deadline(sent, length, t.c.cfg.driftFactor)
+		if time.Until(deadline) < length/3 {
+			return nil // asked long ago: confirm with an attempt instead
+		}
+		t.coord.used(token) // the release took the process off the list
+		return t.newHold(token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), deadline, lockCtx)
+	}
+}
+
+// granted returns the token a grant to token names, when this caller first sent it and
+// how many local waiters are queued behind the caller, if it is the token the caller asks
+// with: its process's standing request (Mutex), or its own id (FairMutex).
+func (t *target) granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+	if t.coord != nil && t.coord.handsOff {
+		return t.coord.granted(r, token)
+	}
+	return r.waiter, r.firstSent, 0, r.waiter == token && !r.firstSent.IsZero()
+}
+
+// startGranted registers a granted hold like startAcquired. The grant set the key for at
+// most grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
+// short hold, the common case on a hot lock, is released before it is due).
+func (t *target) startGranted(h *hold) (*Lease, error) {
+	length := min(t.cfg.ttl, grantLength)
+	return t.start(h, h.deadline.Add(-2*length/3), length/6)
+}
