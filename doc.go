@@ -42,31 +42,23 @@
 // have it refuse writes with a smaller token than it has seen: that is what makes a
 // holder that was paused past its lease (a long GC pause, a stopped VM) harmless.
 //
-// Waiting does not poll. A waiter wakes when a dlock holder releases (the release
-// publishes), when the holder's lease runs out (the attempt learned its remaining time),
-// and, if the server publishes keyspace events (notify-keyspace-events containing K, g
-// and x), when another program deletes the key. Goroutines of one process that wait for
-// the same Mutex queue in order, and only the first of them asks Redis. Waiters that hold
-// a place in a Redis queue (FairMutex, Semaphore, an RWMutex writer) refresh it once a
-// second; that keep-alive, not polling, is what lets a dead waiter be skipped.
+// Waiting does not poll. A waiter wakes when a dlock holder releases, when the holder's
+// lease runs out, and, if the server publishes keyspace events (notify-keyspace-events
+// containing K, g and x), when another program deletes the key. Goroutines of one process
+// that wait for the same Mutex queue in order, and only the first of them asks Redis.
+// A waiter that holds a place in a Redis queue (FairMutex, Semaphore, an RWMutex writer)
+// keeps it for as long as it waits, and one that dies is skipped within 3 seconds.
 //
 // A hot Mutex stays busy and fair. Unlock hands the lock to the next goroutine of the same
-// process that waits for it, without a round trip: the key stays this process's in Redis,
-// the successor inherits the lease's deadline and renewal, and its fencing token comes
-// from a block reserved when the lock was taken, so it is above its predecessor's and
-// below any later acquisition's. Only the goroutines that were waiting when the lock was
-// taken are served that way; later ones ask Redis. There, processes take turns: a
-// refused Lock leaves a standing request, and a release grants the lock to the process
-// that has waited longest inside the release script, so no process waits while others
-// take the lock again and again, and the next holder needs no round trip of its own. A
-// granted lease starts on the grantee's clock before it first asked, so it never outlasts
-// the key; the grant sets the key for at most 3s, and the grantee's first renewal (a third
-// of the way into that) extends it to the TTL. A process that dies while it waits can therefore keep the
-// lock for up to 3s after it is granted. Clients of other libraries that SET the key
-// directly take no turns, and with WithPrefix("") (keys shared with them) Mutexes take
-// none either, so that those clients are not starved. On a quorum, Mutexes take no turns
-// (independent nodes would pass the lock to different processes) but do hand off within
-// a process. A NoRenew lease is not handed off: it lasts its TTL from its own acquisition.
+// process that waits for it, without a round trip; the successor's fencing token is still
+// above its predecessor's and below any later acquisition's. Between processes, the lock
+// goes to the process that has waited longest, so no process waits while others take it
+// again and again. A process that dies while it waits can keep the lock for up to 3s
+// after it is granted. Clients of other libraries that SET the key directly take no part
+// in this, and with WithPrefix("") (keys shared with them) Mutexes take no turns either,
+// so that those clients are not starved. On a quorum, the lock goes round within a
+// process only. A NoRenew lease is never handed on: it lasts its TTL from its own
+// acquisition.
 //
 // # What is not guaranteed
 //

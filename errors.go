@@ -1,24 +1,25 @@
 package dlock
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // Sentinel errors. Errors returned by dlock wrap them; check with errors.Is.
 var (
 	// ErrNotAcquired is returned by TryLock and TryAcquire when someone else holds the lock.
-	ErrNotAcquired = errors.New("dlock: not acquired: held by someone else")
+	ErrNotAcquired = engine.ErrNotAcquired
 	// ErrNotHeld is returned by Unlock and Extend on a lease that has already ended.
-	ErrNotHeld = errors.New("dlock: lease not held")
+	ErrNotHeld = engine.ErrNotHeld
 	// ErrLost is what Lease.Err reports when the lease ended without Unlock: it expired,
 	// its key was deleted or taken, or renewal failed until the deadline.
-	ErrLost = errors.New("dlock: lease lost")
+	ErrLost = engine.ErrLost
 	// ErrReleased is what Lease.Err reports after Unlock.
-	ErrReleased = errors.New("dlock: lease released")
+	ErrReleased = engine.ErrReleased
 	// ErrClosed is returned by every operation of a closed Client.
-	ErrClosed = errors.New("dlock: client closed")
+	ErrClosed = engine.ErrClosed
 )
 
 // NodeError is one node's failure: an error reply, a connection that failed, or no answer
@@ -28,7 +29,7 @@ type NodeError struct {
 	Err  error  // what the node answered, or why it did not (wraps ctx's error if ctx ended the wait)
 }
 
-func (e *NodeError) Error() string { return e.Addr + ": " + explain(e.Err) }
+func (e *NodeError) Error() string { return e.Addr + ": " + engine.Explain(e.Err) }
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // QuorumError is an operation that did not get the nodes it needed: one deployment that
@@ -66,46 +67,11 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-// advice is what to do about the errors whose cause is a setting or the data rather than
-// a passing failure: retrying cannot help them.
-var advice = []struct {
-	match func(msg string) bool
-	hint  string
-}{
-	{refusedCredentials, "the server refused the credentials: check the user and password in the redis options or URL"},
-	{prefix("WRONGTYPE"), "the lock's key is used by something else: choose another name, or another prefix with WithPrefix"},
-	{prefix("NOPERM"), "the Redis user lacks a permission dlock needs: EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels"},
-	{prefix("ERR value is not an integer"), "the lock's fencing counter was overwritten with something else: delete it, or choose another name"},
-}
-
-func prefix(p string) func(string) bool {
-	return func(msg string) bool { return strings.HasPrefix(msg, p) }
-}
-
-func refusedCredentials(msg string) bool {
-	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") ||
-		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password")
-}
-
-// explain adds what to do to the errors that have advice.
-func explain(err error) string {
-	msg := err.Error()
-	for _, a := range advice {
-		if a.match(msg) {
-			return msg + " (" + a.hint + ")"
-		}
+// quorumError is the engine's Shortfall as the public error.
+func quorumError(s engine.Shortfall) error {
+	e := &QuorumError{Op: s.Op, Name: s.Name, Agreed: s.Agreed, Needed: s.Needed, Total: s.Total}
+	for _, f := range s.Nodes {
+		e.Nodes = append(e.Nodes, &NodeError{Addr: f.Addr, Err: f.Err})
 	}
-	return msg
-}
-
-// permanent reports whether retrying cannot help: the server answered, and the answer is
-// about credentials, permissions or the data, not about load or topology.
-func permanent(err error) bool {
-	msg := err.Error()
-	for _, a := range advice {
-		if a.match(msg) {
-			return true
-		}
-	}
-	return false
+	return e
 }

@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 
+	"github.com/seed51c676c8/dlock/internal/engine"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
@@ -26,7 +27,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (*LockInfo, error
 	if err != nil {
 		return nil, err
 	}
-	return c.readLock(ctx, "force-unlock", name, keys, func(ctx context.Context, n *node) (NodeInfo, error) {
-		return runLockScript(ctx, n, keys, scripts.ForceUnlock, keys.Channel, n.publishCommand(), keys.GrantedPrefix())
+	return c.readLock(ctx, "force-unlock", name, keys, func(ctx context.Context, n *engine.Node) (NodeInfo, error) {
+		return runLockScript(ctx, n, keys, scripts.ForceUnlock, keys.Channel, n.PublishCommand(), keys.GrantedPrefix())
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed51c676c8/dlock/internal/engine"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
@@ -39,7 +40,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.readLock(ctx, "inspect", name, keys, func(ctx context.Context, n *node) (NodeInfo, error) {
+	return c.readLock(ctx, "inspect", name, keys, func(ctx context.Context, n *engine.Node) (NodeInfo, error) {
 		info, err := runLockScript(ctx, n, keys, scripts.Inspect)
 		if err != nil {
 			return info, err
@@ -51,24 +52,24 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockInfo, error) {
 
 // inspectKeys checks the Client and derives the keys of name.
 func (c *Client) inspectKeys(name string) (keyspace.Keys, error) {
-	if err := c.usable(); err != nil {
+	if err := c.e.Usable(); err != nil {
 		return keyspace.Keys{}, err
 	}
-	return keyspace.For(c.cfg.prefix, name)
+	return keyspace.For(c.e.Prefix(), name)
 }
 
 // readLock runs read on every node at once and summarises what they answered.
 func (c *Client) readLock(ctx context.Context, op, name string, keys keyspace.Keys,
-	read func(context.Context, *node) (NodeInfo, error)) (*LockInfo, error) {
-	infos := make([]NodeInfo, len(c.nodes))
+	read func(context.Context, *engine.Node) (NodeInfo, error)) (*LockInfo, error) {
+	infos := make([]NodeInfo, len(c.e.Nodes()))
 	var wg sync.WaitGroup
-	for i, n := range c.nodes {
+	for i, n := range c.e.Nodes() {
 		wg.Go(func() {
 			info, err := read(ctx, n)
 			if err != nil {
 				info = NodeInfo{Err: err}
 			}
-			info.Addr = n.name
+			info.Addr = n.Name
 			infos[i] = info
 		})
 	}
@@ -95,8 +96,8 @@ func lockReadKeys(k keyspace.Keys) []string {
 
 // runLockScript runs inspect.lua or force_unlock.lua (which reply alike) on one node and
 // decodes the reply. args follow the limit.
-func runLockScript(ctx context.Context, n *node, keys keyspace.Keys, script *redis.Script, args ...any) (NodeInfo, error) {
-	reply, err := script.Run(ctx, n.rdb, lockReadKeys(keys), append([]any{inspectLimitArg}, args...)...).Slice()
+func runLockScript(ctx context.Context, n *engine.Node, keys keyspace.Keys, script *redis.Script, args ...any) (NodeInfo, error) {
+	reply, err := script.Run(ctx, n.RDB, lockReadKeys(keys), append([]any{inspectLimitArg}, args...)...).Slice()
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -105,8 +106,8 @@ func runLockScript(ctx context.Context, n *node, keys keyspace.Keys, script *red
 
 // listeners counts the connections subscribed to the lock's release channel: PUBSUB
 // NUMSUB, or PUBSUB SHARDNUMSUB on the Cluster master that owns the lock's slot.
-func listeners(ctx context.Context, n *node, keys keyspace.Keys) (int64, error) {
-	if cc, ok := n.rdb.(*redis.ClusterClient); ok {
+func listeners(ctx context.Context, n *engine.Node, keys keyspace.Keys) (int64, error) {
+	if cc, ok := n.RDB.(*redis.ClusterClient); ok {
 		master, err := cc.MasterForKey(ctx, keys.Lock)
 		if err != nil {
 			return 0, err
@@ -114,7 +115,7 @@ func listeners(ctx context.Context, n *node, keys keyspace.Keys) (int64, error) 
 		m, err := master.PubSubShardNumSub(ctx, keys.Channel).Result()
 		return m[keys.Channel], err
 	}
-	m, err := n.rdb.PubSubNumSub(ctx, keys.Channel).Result()
+	m, err := n.RDB.PubSubNumSub(ctx, keys.Channel).Result()
 	return m[keys.Channel], err
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // Mutex is a distributed mutual-exclusion lock. A Mutex is a handle: it holds no state of
@@ -15,13 +17,14 @@ import (
 // by compare-and-delete, so a Mutex of a Client made with WithPrefix("") also excludes,
 // and is excluded by, Redlock clients in other languages on the same key.
 type Mutex struct {
-	t *target
+	t *engine.Target
 }
 
 // Mutex returns the mutex called name. An empty name or invalid option is reported by
 // every method of the returned Mutex.
 func (c *Client) Mutex(name string, opts ...LockOption) *Mutex {
-	return &Mutex{t: newTarget(c, mutexScheme{}, name, opts)}
+	cfg, err := newLockConfig(opts)
+	return &Mutex{t: engine.NewMutex(c.e, name, cfg, err)}
 }
 
 // Lock acquires the mutex, waiting until it is free or ctx is done. If ctx carries a live
@@ -34,12 +37,12 @@ func (c *Client) Mutex(name string, opts ...LockOption) *Mutex {
 // refusing), it returns their errors, each naming its node; errors that retrying cannot
 // mend (credentials, permissions, a key of another type) are returned at once. The
 // returned lease is renewed until Unlock unless NoRenew was given.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.t.lock(ctx, &request{}) }
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return handle(m.t.Lock(ctx, false)) }
 
 // TryLock makes one attempt to acquire the mutex and returns an error wrapping
 // ErrNotAcquired if it is held. Re-entry works as for Lock.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
-	return m.t.lock(ctx, &request{try: true})
+	return handle(m.t.Lock(ctx, true))
 }
 
 // Do runs fn while holding the mutex: Lock, fn with the lease's context, Unlock. It returns

@@ -4,21 +4,19 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // Option configures a Client. The zero configuration is the recommended one.
 type Option func(*clientConfig)
 
-type clientConfig struct {
-	prefix      string
-	logger      *slog.Logger
-	driftFactor float64
-	err         error // the first invalid option
-}
+// clientConfig is what the options set: the engine's configuration itself.
+type clientConfig = engine.ClientConfig
 
-// newClientConfig applies opts to the defaults; cfg.err holds the first invalid one.
+// newClientConfig applies opts to the defaults; cfg.Err holds the first invalid one.
 func newClientConfig(opts []Option) clientConfig {
-	cfg := clientConfig{prefix: "dlock:", logger: slog.New(slog.DiscardHandler), driftFactor: 0.01}
+	cfg := engine.DefaultClientConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -31,7 +29,7 @@ func newClientConfig(opts []Option) clientConfig {
 // With "" a Mutex's lock key is the bare name, so that it excludes, and is excluded by,
 // Redlock clients in other languages that use the same key.
 func WithPrefix(prefix string) Option {
-	return func(c *clientConfig) { c.prefix = prefix }
+	return func(c *clientConfig) { c.Prefix = prefix }
 }
 
 // WithLogger sets where the Client reports what it cannot return as an error: lost
@@ -39,7 +37,7 @@ func WithPrefix(prefix string) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *clientConfig) {
 		if l != nil {
-			c.logger = l
+			c.Logger = l
 		}
 	}
 }
@@ -49,54 +47,43 @@ func WithLogger(l *slog.Logger) Option {
 func WithDriftFactor(f float64) Option {
 	return func(c *clientConfig) {
 		if !(f >= 0 && f < 0.5) { // also rejects NaN
-			c.err = fmt.Errorf("dlock: drift factor %v is out of range: use a value in [0, 0.5), such as the default 0.01", f)
+			c.Err = fmt.Errorf("dlock: drift factor %v is out of range: use a value in [0, 0.5), such as the default 0.01", f)
 			return
 		}
-		c.driftFactor = f
+		c.DriftFactor = f
 	}
 }
 
 // LockOption configures one lock.
 type LockOption func(*lockConfig)
 
-type lockConfig struct {
-	ttl   time.Duration
-	renew bool
-}
+// lockConfig is what the lock options set: the engine's configuration itself.
+type lockConfig = engine.LockConfig
 
-// DefaultTTL is the lease length used when no TTL option is given.
-const DefaultTTL = 30 * time.Second
+// DefaultTTL is the lease length used when no TTL option is given: 30 seconds.
+const DefaultTTL = engine.DefaultTTL
 
-// MinTTL is the shortest lease dlock accepts.
-const MinTTL = 10 * time.Millisecond
+// MinTTL is the shortest lease dlock accepts: 10 milliseconds.
+const MinTTL = engine.MinTTL
 
 // TTL sets the lease length; the default is 30s. A renewed lease is extended by TTL every
 // TTL/3, so TTL is also how long a crashed holder keeps others waiting.
 func TTL(d time.Duration) LockOption {
-	return func(c *lockConfig) { c.ttl = d }
+	return func(c *lockConfig) { c.TTL = d }
 }
 
 // NoRenew turns renewal off: the lease ends at its deadline unless Extend is called.
 func NoRenew() LockOption {
-	return func(c *lockConfig) { c.renew = false }
+	return func(c *lockConfig) { c.Renew = false }
 }
 
+// newLockConfig applies opts to the defaults and says what is wrong with the result.
 func newLockConfig(opts []LockOption) (lockConfig, error) {
-	cfg := lockConfig{ttl: DefaultTTL, renew: true}
+	cfg := engine.DefaultLockConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if err := checkTTL(cfg.ttl); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
-}
-
-func checkTTL(d time.Duration) error {
-	if d < MinTTL {
-		return fmt.Errorf("dlock: TTL %v is too short: a lease must last at least %v (the default is %v)", d, MinTTL, DefaultTTL)
-	}
-	return nil
+	return cfg, engine.CheckTTL(cfg.TTL)
 }

@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"context"
@@ -11,51 +11,13 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
-	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
-// target is what every lock handle has in common: which lock, and how to hold it.
-type target struct {
-	c      *Client
-	scheme scheme
-	policy policy       // scheme.policy()
-	coord  *coordinator // how this process's goroutines share the key; nil: they do not
-	name   string
-	keys   keyspace.Keys
-	cfg    lockConfig
-	err    error // an invalid name or option, returned by every method
-
-	// Script arguments that do not change between calls, made (and boxed) once.
-	ttlArg           any      // cfg.ttl in milliseconds
-	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
-	turnIDArg        any      // Mutex: turnID()
-	channelArg       any      // keys.Channel
-	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
-	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
-}
-
-func newTarget(c *Client, s scheme, name string, opts []LockOption) *target {
-	t := &target{c: c, scheme: s, policy: s.policy(), name: name}
-	t.coord = newCoordinator(t)
-	t.cfg, t.err = newLockConfig(opts)
-	if t.err == nil {
-		t.keys, t.err = keyspace.For(c.cfg.prefix, name)
-	}
-	t.ttlArg = ms(t.cfg.ttl.Milliseconds())
-	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
-	t.turnsLifeArg = ms(max(3*t.cfg.ttl, time.Minute).Milliseconds())
-	t.turnIDArg = t.coord.turnID()
-	t.channelArg = t.keys.Channel
-	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
-	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
-	return t
-}
-
 // attempt is the outcome of one acquisition attempt.
 type attempt struct {
-	h         *hold
+	h         *Hold
 	left      time.Duration // held by another: until a majority could be free; <0 unknown
 	split     bool          // some nodes granted, too few: contenders collided
 	err       error         // no decision: nodes failed
@@ -72,14 +34,14 @@ func newToken() string {
 // acquireOnce makes one attempt on every node. The clock is read before the first request:
 // the lease is exclusive until that instant plus TTL minus the drift allowance, and the
 // attempt succeeds only with a majority and with time left.
-func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
+func (t *Target) acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
 	c := t.c
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	token, claim := t.attemptToken(r)
-	v := c.poll(ctx, nil, t.cfg.ttl,
+	v := c.poll(ctx, nil, t.cfg.TTL,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
-	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
+	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 	if r.firstSent.IsZero() {
 		r.firstSent = v.start
 	}
@@ -104,7 +66,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 // that carries it), and whether it is a claim that a release may grant while the attempt
 // is out: the process's standing request (a Mutex that takes turns), the waiter's id
 // (FairMutex), or else a fresh token.
-func (t *target) attemptToken(r *request) (token any, claim bool) {
+func (t *Target) attemptToken(r *request) (token any, claim bool) {
 	r.reserve = 1
 	if ask := t.coord.prepare(r); ask != nil {
 		return ask, true
@@ -116,27 +78,27 @@ func (t *target) attemptToken(r *request) (token any, claim bool) {
 }
 
 // refused is the outcome of an attempt that did not acquire.
-func (t *target) refused(v *votes, verdict verdict, need int) attempt {
+func (t *Target) refused(v *votes, verdict verdict, need int) attempt {
 	n := len(t.c.nodes)
 	switch verdict {
 	case late:
-		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.ttl)}
+		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.TTL)}
 	case held:
 		return attempt{left: majorityFree(v.refusedLeft(), max(need-(n-v.no-v.failed), 1))}
 	case split:
 		return attempt{split: true}
 	}
-	err := &QuorumError{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(t.c)}
-	a := attempt{err: err}
-	for _, ne := range err.Nodes {
-		a.permanent = a.permanent || permanent(ne.Err)
+	failures := v.problems(t.c)
+	a := attempt{err: t.c.pub.Error(Shortfall{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: failures})}
+	for _, f := range failures {
+		a.permanent = a.permanent || permanent(f.Err)
 	}
 	return a
 }
 
 // acquiredHold makes the hold of an attempt that a majority granted in time, once a majority
 // has confirmed its fencing token.
-func (t *target) acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
+func (t *Target) acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
 	// The counter's largest value is the top of the block reserved (coordinator.go).
 	counter := slices.Max(v.vals)
 	if len(t.c.nodes) > 1 && !t.settleFence(ctx, v.vals, counter) {
@@ -163,7 +125,7 @@ func majorityFree(left []time.Duration, need int) time.Duration {
 // settleFence makes sure a majority holds at least fence before the lock is granted: the
 // nodes that granted with a smaller counter are raised to it. Any later majority overlaps
 // this one, so its INCR starts from fence or above: tokens keep growing across majorities.
-func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) bool {
+func (t *Target) settleFence(ctx context.Context, fences []int64, fence int64) bool {
 	c := t.c
 	need := t.scheme.need(len(c.nodes))
 	have := 0
@@ -183,7 +145,7 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 		t.raiseAbandoned(low, arg)
 		return true
 	}
-	v := c.poll(ctx, low, t.cfg.ttl,
+	v := c.poll(ctx, low, t.cfg.TTL,
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
 			call.Keys = []string{t.keys.Fence}
@@ -195,8 +157,8 @@ func (t *target) settleFence(ctx context.Context, fences []int64, fence int64) b
 
 // raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
 // a node that misses it is raised by the next acquisition anyway.
-func (t *target) raiseAbandoned(nodes []int, fence string) {
-	t.c.sendAll(nodes, t.cfg.ttl, func(call *batch.Call) bool {
+func (t *Target) raiseAbandoned(nodes []int, fence string) {
+	t.c.sendAll(nodes, t.cfg.TTL, func(call *batch.Call) bool {
 		call.Script = scripts.FenceRaise
 		call.Keys = []string{t.keys.Fence}
 		call.Args = []any{fence}
@@ -208,37 +170,29 @@ func (t *target) raiseAbandoned(nodes []int, fence string) {
 // a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
 // wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
 // lets the key expire by itself.
-func (t *target) releaseAbandoned(token any, wake bool) {
-	t.c.sendAll(nil, t.cfg.ttl, func(call *batch.Call) bool {
+func (t *Target) releaseAbandoned(token any, wake bool) {
+	t.c.sendAll(nil, t.cfg.TTL, func(call *batch.Call) bool {
 		publish := ""
 		if wake {
-			publish = t.c.nodes[call.Node].publishCommand()
+			publish = t.c.nodes[call.Node].PublishCommand()
 		}
 		t.scheme.release(t, token, publish, call)
 		return true
 	})
 }
 
-func (n *node) publishCommand() string {
-	if n.cluster {
-		return "SPUBLISH"
-	}
-	return "PUBLISH"
-}
-
 // newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
-func (t *target) newHold(token any, fence, spare uint64, deadline time.Time, lockCtx context.Context) *hold {
-	h := &hold{c: t.c, t: t, token: token, fence: fence, spare: spare, ttl: t.cfg.ttl, deadline: deadline}
-	h.entry.Value = h
+func (t *Target) newHold(token any, fence, spare uint64, deadline time.Time, lockCtx context.Context) *Hold {
+	h := newHold(t, token, fence, spare, t.cfg.TTL, deadline)
 	h.bind(lockCtx)
 	return h
 }
 
 // startAcquired registers the hold of an attempt sent at start (see start): renewed a third
 // of the way into its TTL.
-func (t *target) startAcquired(h *hold, start time.Time) (*Lease, error) {
+func (t *Target) startAcquired(h *Hold, start time.Time) (*Lease, error) {
 	var renewAt time.Time
-	if t.cfg.renew {
+	if t.cfg.Renew {
 		renewAt = start.Add(h.ttl / 3)
 	}
 	return t.start(h, renewAt, h.ttl/6)
@@ -247,7 +201,8 @@ func (t *target) startAcquired(h *hold, start time.Time) (*Lease, error) {
 // start registers a new hold with the Client and its scheduler (renewal due at renewAt,
 // zero for none, with slack) and returns its lease. If the Client
 // was closed meanwhile, the hold is released and ErrClosed returned.
-func (t *target) start(h *hold, renewAt time.Time, slack time.Duration) (*Lease, error) {
+func (t *Target) start(h *Hold, renewAt time.Time, slack time.Duration) (*Lease, error) {
+	// Back to the local queue (localqueue.go): local waiters wait for this hold locally.
 	if err := t.c.adopt(h); err != nil {
 		h.cancel(ErrReleased)
 		t.releaseAbandoned(h.token, true)
@@ -258,7 +213,7 @@ func (t *target) start(h *hold, renewAt time.Time, slack time.Duration) (*Lease,
 		t.releaseAbandoned(h.token, true)
 		return nil, ErrClosed
 	}
-	return &h.outer, nil
+	return h.outer, nil
 }
 
 // jitter returns a random duration in [d/2, d), so that contenders that collided retry

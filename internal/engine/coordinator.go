@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"context"
@@ -42,7 +42,7 @@ import (
 // only when it could have lapsed. Turns need one deployment: independent quorum nodes
 // would pass the lock to different processes, so a quorum Client takes no turns.
 type coordinator struct {
-	t *target
+	t *Target
 	// handsOff (Mutex): Unlock hands the hold to the next local waiter, and attempts
 	// reserve fencing tokens for that.
 	handsOff bool
@@ -53,14 +53,14 @@ type coordinator struct {
 	turns bool
 }
 
-func newCoordinator(t *target) *coordinator {
+func newCoordinator(t *Target) *coordinator {
 	switch t.policy.coordinate {
 	case alone:
 		return nil
 	case queueLocally:
 		return &coordinator{t: t}
 	case hotKey:
-		return &coordinator{t: t, handsOff: true, turns: len(t.c.nodes) == 1 && t.c.cfg.prefix != ""}
+		return &coordinator{t: t, handsOff: true, turns: len(t.c.nodes) == 1 && t.c.cfg.Prefix != ""}
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func (k *coordinator) leave(ctx context.Context, r *request) {
 	c := k.t.c
 	untaken, leaveTurns, ask := c.leave(k.t.keys.Lock, r.local)
 	if untaken != nil {
-		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(k.t.cfg.ttl))
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(k.t.cfg.TTL))
 		_ = untaken.release(release)
 		cancel()
 	}
@@ -139,7 +139,7 @@ func (k *coordinator) leaveTurns(ask any) {
 		ask = noArg
 	}
 	t.c.sendAll(nil, t.c.turn.length, func(call *batch.Call) bool {
-		mutexRelease(t, ask, t.c.nodes[call.Node].publishCommand(), leaveMode, t.turnIDArg, call)
+		mutexRelease(t, ask, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
 }
@@ -147,7 +147,7 @@ func (k *coordinator) leaveTurns(ask any) {
 // Before an attempt.
 
 // takeHandoff returns the hold handed to the caller, if any; the caller now owns it.
-func (k *coordinator) takeHandoff(r *request) *hold {
+func (k *coordinator) takeHandoff(r *request) *Hold {
 	if k == nil {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (k *coordinator) takeHandoff(r *request) *hold {
 }
 
 // heldHere returns this process's live hold of the key, or nil.
-func (k *coordinator) heldHere() *hold {
+func (k *coordinator) heldHere() *Hold {
 	if k == nil {
 		return nil
 	}
@@ -274,7 +274,7 @@ func (k *coordinator) granted(r *request, token string) (ask any, sent time.Time
 // comes with its details.
 func (k *coordinator) route(r *request) func(payload string) time.Duration {
 	c := k.t.c
-	return routeGrants(c.id, r.grants, c.turn.length+time.Millisecond, min(k.t.cfg.ttl, grantLength)+time.Millisecond)
+	return routeGrants(c.id, r.grants, c.turn.length+time.Millisecond, min(k.t.cfg.TTL, grantLength)+time.Millisecond)
 }
 
 // On release.
@@ -286,8 +286,8 @@ func (k *coordinator) route(r *request) func(payload string) time.Duration {
 // lease always has two thirds; a granted one, whose first length is at most grantLength,
 // too until its first renewal): then its renewals are failing, the successor would
 // inherit a lease about to be lost, and a release through Redis tells it the truth.
-func (k *coordinator) handOff(h *hold) bool {
-	if k == nil || !k.handsOff || h.spare == 0 || !k.t.cfg.renew {
+func (k *coordinator) handOff(h *Hold) bool {
+	if k == nil || !k.handsOff || h.spare == 0 || !k.t.cfg.Renew {
 		// A NoRenew lease lasts its TTL from its acquisition: a successor would inherit
 		// only what is left of it.
 		return false
@@ -315,10 +315,9 @@ func (k *coordinator) handOff(h *hold) bool {
 
 // handTo makes h's successor and hands it to the head of the local queue, or returns nil
 // when there is no one to hand it to.
-func (k *coordinator) handTo(h *hold, ttl time.Duration, deadline time.Time) *hold {
+func (k *coordinator) handTo(h *Hold, ttl time.Duration, deadline time.Time) *Hold {
 	t, c := k.t, k.t.c
-	next := &hold{c: c, t: t, token: h.token, fence: h.fence + 1, spare: h.spare - 1, ttl: ttl, deadline: deadline}
-	next.entry.Value = next
+	next := newHold(t, h.token, h.fence+1, h.spare-1, ttl, deadline)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[t.keys.Lock]

@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"context"
@@ -164,7 +164,7 @@ func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
 // nodes that did not answer.
-func (v *votes) problems(c *Client) []*NodeError {
+func (v *votes) problems(c *Client) []Failure {
 	var silence error
 	if !v.decided {
 		waited := time.Since(v.start).Round(time.Millisecond)
@@ -173,13 +173,13 @@ func (v *votes) problems(c *Client) []*NodeError {
 			silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
 		}
 	}
-	var out []*NodeError
+	var out []Failure
 	for i, answered := range v.answered {
 		switch {
 		case v.failedAt(i):
-			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: v.errs[i]})
+			out = append(out, Failure{Addr: c.nodes[i].Name, Err: v.errs[i]})
 		case !answered && silence != nil:
-			out = append(out, &NodeError{Addr: c.nodes[i].name, Err: silence})
+			out = append(out, Failure{Addr: c.nodes[i].Name, Err: silence})
 		}
 	}
 	return out

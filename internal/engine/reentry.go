@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"context"
@@ -18,7 +18,7 @@ type leaseChain struct {
 }
 
 // heldIn returns the live hold of (c, kind, lock key) that ctx carries, or nil.
-func heldIn(ctx context.Context, c *Client, kind, lockKey string) *hold {
+func heldIn(ctx context.Context, c *Client, kind, lockKey string) *Hold {
 	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
 	for ; chain != nil; chain = chain.parent {
 		h := chain.lease.h
@@ -55,19 +55,11 @@ func (v *leaseValues) Value(key any) any {
 	return v.lock.Value(key)
 }
 
-// bind makes h's outer lease and its context, which keeps the values of lockCtx (the ctx
-// given to Lock), not its cancellation, and is cancelled when h ends.
-func (h *hold) bind(lockCtx context.Context) {
-	parent, _ := lockCtx.Value(leaseKey{}).(*leaseChain)
-	h.values = leaseValues{lock: lockCtx, chain: leaseChain{lease: &h.outer, parent: parent}}
-	h.ctx, h.cancel = context.WithCancelCause(&h.values)
-	h.outer.h, h.outer.outer, h.outer.ctx = h, true, h.ctx
-}
-
 // newInnerLease returns a re-entrant lease sharing h. Its context ends when it is unlocked
 // or when h ends, whichever comes first, even if lockCtx no longer propagates h's end.
-func newInnerLease(h *hold, lockCtx context.Context) *Lease {
-	l := &Lease{h: h}
+func newInnerLease(h *Hold, lockCtx context.Context) *Lease {
+	l := h.c.pub.NewLease()
+	l.h = h
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(lockCtx))
 	l.cancel = cancel
 	l.stop = context.AfterFunc(h.ctx, func() { cancel(context.Cause(h.ctx)) })

@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse t
 // takeGrant returns the hold of a grant this caller received, if enough of the granted
 // lease is left to be worth taking: else the next attempt, with the same token, confirms
 // the grant and starts a fresh lease.
-func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
+func (t *Target) takeGrant(r *request, lockCtx context.Context) *Hold {
 	for {
 		var g scripts.Grant
 		select {
@@ -51,8 +51,8 @@ func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
 		if !ok {
 			continue // a grant for a request this caller no longer makes
 		}
-		length := min(t.cfg.ttl, grantLength)
-		deadline := quorum.Deadline(sent, length, t.c.cfg.driftFactor)
+		length := min(t.cfg.TTL, grantLength)
+		deadline := quorum.Deadline(sent, length, t.c.cfg.DriftFactor)
 		if time.Until(deadline) < length/3 {
 			return nil // asked long ago: confirm with an attempt instead
 		}
@@ -64,7 +64,7 @@ func (t *target) takeGrant(r *request, lockCtx context.Context) *hold {
 // granted returns the token a grant to token names, when this caller first sent it and
 // how many local waiters are queued behind the caller, if it is the token the caller asks
 // with: its process's standing request (Mutex), or its own id (FairMutex).
-func (t *target) granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+func (t *Target) granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
 	if t.coord != nil && t.coord.handsOff {
 		return t.coord.granted(r, token)
 	}
@@ -74,7 +74,7 @@ func (t *target) granted(r *request, token string) (ask any, sent time.Time, beh
 // startGranted registers a granted hold like startAcquired. The grant set the key for at
 // most grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
 // short hold, the common case on a hot lock, is released before it is due).
-func (t *target) startGranted(h *hold) (*Lease, error) {
-	length := min(t.cfg.ttl, grantLength)
+func (t *Target) startGranted(h *Hold) (*Lease, error) {
+	length := min(t.cfg.TTL, grantLength)
 	return t.start(h, h.deadline.Add(-2*length/3), length/6)
 }

@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"crypto/sha1"

@@ -1,12 +1,10 @@
-package dlock
+package engine
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
@@ -31,53 +29,8 @@ const (
 	maxFailedAttempts = 5
 )
 
-// lock acquires t for r, waiting until ctx is done unless r.try is set.
-func (t *target) lock(ctx context.Context, r *request) (*Lease, error) {
-	c := t.c
-	if err := c.usable(); err != nil {
-		return nil, err
-	}
-	if t.err != nil {
-		return nil, t.err
-	}
-	if t.policy.reentrant {
-		if h := heldIn(ctx, c, t.scheme.kind(), t.keys.Lock); h != nil {
-			return newInnerLease(h, ctx), nil
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, t.gaveUp(ctx, -1)
-	}
-	if t.policy.waitList {
-		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
-	}
-	if err := c.enter(); err != nil {
-		return nil, err
-	}
-	defer c.inflight.Done()
-	if r.try {
-		lease, err := t.tryLock(ctx, r)
-		if err != nil && t.policy.claim {
-			// A try never queues, but its attempt may have landed after a timeout: a claim
-			// is not undone by the attempt, so leave, which releases what landed.
-			t.leaveQueue(r)
-		}
-		return lease, err
-	}
-	var lease *Lease
-	err := t.coord.join(ctx, r)
-	if err == nil {
-		lease, err = t.wait(ctx, r)
-	}
-	if err != nil && t.policy.waitList {
-		t.leaveQueue(r)
-	}
-	t.coord.leave(ctx, r)
-	return lease, err
-}
-
 // wait makes attempts until one succeeds, ctx ends, the Client closes or nodes keep failing.
-func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
+func (t *Target) wait(ctx context.Context, r *request) (*Lease, error) {
 	w := waiting{t: t, r: r, backoff: minBackoff, left: -1}
 	defer w.stopListening()
 	for {
@@ -105,10 +58,10 @@ func (t *target) wait(ctx context.Context, r *request) (*Lease, error) {
 // handed over by a local Unlock, or one a release granted. While this process holds the
 // lock itself (and has not handed it to the caller), it waits here, with no round trip.
 // It returns neither a lease nor an error when the caller must ask Redis.
-func (t *target) fromProcess(ctx context.Context, r *request) (*Lease, error) {
+func (t *Target) fromProcess(ctx context.Context, r *request) (*Lease, error) {
 	for {
 		if h := t.coord.takeHandoff(r); h != nil {
-			return &h.outer, nil
+			return h.outer, nil
 		}
 		if h := t.takeGrant(r, ctx); h != nil {
 			return t.startGranted(h)
@@ -129,7 +82,7 @@ func (t *target) fromProcess(ctx context.Context, r *request) (*Lease, error) {
 
 // waiting is what a wait carries from one attempt to the next.
 type waiting struct {
-	t        *target
+	t        *Target
 	r        *request
 	wake     chan struct{} // made when the first attempt fails: an uncontended Lock needs none
 	watches  []*notify.Watch
@@ -163,7 +116,7 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 		if w.failures++; w.failures >= maxFailedAttempts {
 			return 0, a.err
 		}
-		t.c.cfg.logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
+		t.c.cfg.Logger.Debug("dlock: lock attempt failed; retrying", "name", t.name, "err", a.err)
 		sleep = w.backOff()
 	case !w.listened:
 		// Listen before waiting, then look again: a release between the attempt and the
@@ -252,17 +205,8 @@ func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
 	return nil
 }
 
-// leaveQueue takes a waiter that gave up out of the wait lists on every node, without
-// waiting for the replies, so that it does not hold up the waiters behind it. An entry a
-// node misses expires by itself.
-func (t *target) leaveQueue(r *request) {
-	t.c.sendAll(nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
-		return t.scheme.leave(t, r, call)
-	})
-}
-
 // sleep waits d, or returns the error that ended the wait.
-func (t *target) sleep(ctx context.Context, d time.Duration) error {
+func (t *Target) sleep(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -290,46 +234,12 @@ func drain(ch chan struct{}) {
 	}
 }
 
-// tryLock makes one attempt. A lock this process holds is refused without a round trip.
-func (t *target) tryLock(ctx context.Context, r *request) (*Lease, error) {
-	if h := t.coord.heldHere(); h != nil {
-		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
-	}
-	start := time.Now()
-	a := t.acquireOnce(ctx, ctx, r)
-	switch {
-	case a.h != nil:
-		return t.startAcquired(a.h, start)
-	case a.err != nil:
-		return nil, a.err
-	case a.left >= 0:
-		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, ErrNotAcquired, a.left)
-	}
-	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
-}
-
-// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
-func (t *target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
-	if lastErr == nil {
-		return t.gaveUp(ctx, left)
-	}
-	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
-}
-
-// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
-func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
-	if left >= 0 {
-		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
-	}
-	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
-}
-
 // watch subscribes, on every node at once, to the lock's release channel and its keyspace
 // channel, all sending on wake. A node that cannot be subscribed to within the per-node
 // timeout is left out: the waiter still wakes at the holder's expiry.
-func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
+func (t *Target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
 	c := t.c
-	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.TTL), 100*time.Millisecond))
 	defer cancel()
 	// Room for every node (nil for one that failed): a subscription that comes in after
 	// the wait has given up on it must not block.
@@ -339,7 +249,7 @@ func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*n
 		go func() {
 			w, err := n.hub.Watch(ctx, t.keys.Lock, channels, wake)
 			if err != nil {
-				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
+				c.cfg.Logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.Name, "err", err)
 			}
 			results <- w
 		}()

@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import (
 	"time"
@@ -11,7 +11,8 @@ import (
 // renewBatch renews the leases that fell due together: one write per node, all nodes at
 // once. A lease whose renewal succeeded on a majority moves its deadline to the send time
 // plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
-// is retried soon, until the deadline ends the lease.
+// is retried soon, until the deadline ends the lease. Each result is recorded on its hold
+// (hold.go, under the hold's mutex): the one call back up the data flow.
 func (c *Client) renewBatch(entries []*renew.Entry) {
 	b := captureRenewals(entries)
 	if len(b.holds) == 0 {
@@ -26,14 +27,14 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 	now := time.Now()
 	for i, h := range b.holds {
 		ok, gone := countRenewed(replies, answered, i)
-		c.applyRenewal(h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.driftFactor), b.start, now, ok, gone)
+		c.applyRenewal(h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone)
 	}
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
 // with the number, length and belief of its renewal (see hold.nextRenewal).
 type renewals struct {
-	holds   []*hold
+	holds   []*Hold
 	ttls    []time.Duration
 	seqs    []uint64
 	beliefs []time.Duration
@@ -43,13 +44,13 @@ type renewals struct {
 
 func captureRenewals(entries []*renew.Entry) *renewals {
 	b := &renewals{
-		holds:   make([]*hold, 0, len(entries)),
+		holds:   make([]*Hold, 0, len(entries)),
 		ttls:    make([]time.Duration, 0, len(entries)),
 		seqs:    make([]uint64, 0, len(entries)),
 		beliefs: make([]time.Duration, 0, len(entries)),
 	}
 	for _, e := range entries {
-		h := e.Value.(*hold)
+		h := e.Value.(*Hold)
 		seq, ttl, belief, live := h.nextRenewal()
 		if !live {
 			continue
@@ -124,7 +125,7 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 
 // applyRenewal applies the outcome of h's renewal number seq, of length ttl, sent at start:
 // it proves the key lives until deadline if ok nodes renewed it; gone nodes no longer hold it.
-func (c *Client) applyRenewal(h *hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
+func (c *Client) applyRenewal(h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {
@@ -137,7 +138,7 @@ func (c *Client) applyRenewal(h *hold, seq uint64, ttl time.Duration, deadline, 
 	case gone > n-need:
 		h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
 	default:
-		c.cfg.logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
+		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
 	}
 }
@@ -151,5 +152,5 @@ func (c *Client) renewTimeout(ttl time.Duration) time.Duration {
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
 // whether or not Redis can be reached.
 func (c *Client) expire(e *renew.Entry) {
-	e.Value.(*hold).end(ErrLost, "its deadline passed without a successful renewal")
+	e.Value.(*Hold).end(ErrLost, "its deadline passed without a successful renewal")
 }

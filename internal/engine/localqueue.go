@@ -1,4 +1,4 @@
-package dlock
+package engine
 
 import "context"
 
@@ -8,7 +8,7 @@ import "context"
 // guarded by Client.mu.
 type localQueue struct {
 	waiters []*localWaiter // by arrival; waiters[0] is the head
-	held    *hold          // this process's live outer hold of the key, nil when none
+	held    *Hold          // this process's live outer hold of the key, nil when none
 	// changed is closed (and cleared) when held is cleared or handed to the head; it is
 	// made when the head first waits on it, so an uncontended Lock makes none.
 	changed chan struct{}
@@ -42,17 +42,17 @@ func (q *localQueue) notifyLocked() {
 // localWaiter is one Lock call in a local queue; it lives in the call's request.
 type localWaiter struct {
 	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
-	cfg    lockConfig      // the options of the handle it locked: a hold handed to it has them
+	cfg    LockConfig      // the options of the handle it locked: a hold handed to it has them
 	turn   chan struct{}   // closed when the waiter becomes the head
 	queue  *localQueue     // the queue it joined
-	handed *hold           // guarded by Client.mu: the hold handed to it, until taken
+	handed *Hold           // guarded by Client.mu: the hold handed to it, until taken
 }
 
 // closedChan is the turn of a waiter that is the head as soon as it joins.
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 // join appends w to the queue of key.
-func (c *Client) join(key string, ctx context.Context, cfg lockConfig, w *localWaiter) {
+func (c *Client) join(key string, ctx context.Context, cfg LockConfig, w *localWaiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queueLocked(key)
@@ -69,7 +69,7 @@ func (c *Client) join(key string, ctx context.Context, cfg lockConfig, w *localW
 // hold handed to w that w did not take (it gave up meanwhile): the caller must end it. It
 // reports whether w was the last waiter of a process that has a standing request in the
 // lock's turns, with its token: the caller must then take the process out.
-func (c *Client) leave(key string, w *localWaiter) (untaken *hold, leaveTurns bool, ask any) {
+func (c *Client) leave(key string, w *localWaiter) (untaken *Hold, leaveTurns bool, ask any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := w.queue
@@ -93,7 +93,7 @@ func (c *Client) leave(key string, w *localWaiter) (untaken *hold, leaveTurns bo
 
 // adopt records a new outer hold. It fails with ErrClosed if Close has begun, since Close
 // would not release a hold it did not see.
-func (c *Client) adopt(h *hold) error {
+func (c *Client) adopt(h *Hold) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -107,7 +107,7 @@ func (c *Client) adopt(h *hold) error {
 }
 
 // forget removes an ended hold and wakes the local head, which may now ask Redis.
-func (c *Client) forget(h *hold) {
+func (c *Client) forget(h *Hold) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.holds, h)
@@ -147,7 +147,7 @@ func (c *Client) dropIfIdleLocked(key string, q *localQueue) {
 }
 
 // takeHandoff returns the hold handed to w, if any; the caller now owns it.
-func (c *Client) takeHandoff(w *localWaiter) *hold {
+func (c *Client) takeHandoff(w *localWaiter) *Hold {
 	if w == nil {
 		return nil
 	}

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/renew"
+)
+
+// closeTimeout bounds the releases that Close sends for the leases it still holds.
+const closeTimeout = 5 * time.Second
+
+// Client is the engine of one public Client: its nodes, what this process holds and waits
+// for, and the renewal scheduler.
+type Client struct {
+	nodes []*Node
+	cfg   ClientConfig
+	pub   Public
+	err   error  // a construction error, returned by every operation
+	id    string // this Client's id in Mutex turn lists: random, one per process and Client
+
+	batchers []*batch.Batcher // one per node, in the order of nodes
+	sched    *renew.Scheduler
+
+	mu          sync.Mutex
+	queues      map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
+	spareQueues []*localQueue          // guarded by mu: idle queues kept for reuse
+	holds       map[*Hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
+	closed      bool                   // guarded by mu
+	done        chan struct{}          // closed by Close; ends every wait
+
+	// inflight counts the Lock calls under way; Close waits for them (they end at once
+	// when done is closed) before it releases what is held and stops the batchers, so that
+	// an acquisition that lands during Close is seen and released. Add happens under mu
+	// while closed is false, so never after Close began to Wait.
+	inflight sync.WaitGroup
+
+	turn  turn      // how long a release keeps the lock for the process whose turn it is
+	hooks testHooks // set by tests only, before the Client is used
+}
+
+// testHooks let tests stop the engine at a point where a race can happen, to drive it on
+// purpose. Nil hooks are skipped.
+type testHooks struct {
+	// renewCaptured runs in a renewal batch after the leases' lengths and numbers are
+	// taken and before the calls are sent; the func it returns, if any, runs once the
+	// batch's results are applied.
+	renewCaptured func() (applied func())
+}
+
+// NewClient returns the engine of a Client of the deployments rdbs, each reached through
+// the batcher at the same index (the transport, which the public package chooses).
+func NewClient(rdbs []redis.UniversalClient, batchers []*batch.Batcher, cfg ClientConfig, pub Public) *Client {
+	c := &Client{
+		id:       newToken(),
+		cfg:      cfg,
+		pub:      pub,
+		batchers: batchers,
+		turn:     newTurn(turnLength),
+		queues:   make(map[string]*localQueue),
+		holds:    make(map[*Hold]struct{}),
+		done:     make(chan struct{}),
+	}
+	for _, rdb := range rdbs {
+		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger))
+	}
+	c.sched = renew.New(c.renewBatch, c.expire)
+	return c
+}
+
+// Failed returns a Client whose every operation returns err.
+func Failed(err error, cfg ClientConfig, pub Public) *Client {
+	return &Client{cfg: cfg, pub: pub, err: err, done: make(chan struct{})}
+}
+
+// Prefix is the namespace of the Client's keys.
+func (c *Client) Prefix() string { return c.cfg.Prefix }
+
+// Nodes are the Client's deployments, in the order it was given them.
+func (c *Client) Nodes() []*Node { return c.nodes }
+
+// SetTurnLength sets how long a Mutex turn lasts, for tests; call it before c is used.
+func (c *Client) SetTurnLength(d time.Duration) { c.turn = newTurn(d) }
+
+// SetRenewCaptured sets the renewCaptured test hook; call it before c is used.
+func (c *Client) SetRenewCaptured(f func() (applied func())) { c.hooks.renewCaptured = f }
+
+// enter registers a Lock call under way; the caller calls c.inflight.Done when it returns.
+func (c *Client) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.inflight.Add(1)
+	return nil
+}
+
+// nodeTimeout is how long one node may take to answer one call. On a quorum it is short
+// (quorum.NodeTimeout), since a hung node must cost a fraction of the lease and the other
+// nodes can decide without it; one deployment has no other node to turn to, so it gets
+// longer (a third of the lease, at most a second), which a loaded server needs more than
+// a quick verdict.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	if len(c.nodes) > 1 {
+		return quorum.NodeTimeout(ttl)
+	}
+	return min(max(ttl/3, 5*time.Millisecond), time.Second)
+}
+
+// Usable reports the error that stops every operation: a construction error or Close.
+func (c *Client) Usable() error {
+	if c.err != nil {
+		return c.err
+	}
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Close releases every lease the Client still holds (bounded by closeTimeout, after which
+// their keys expire by themselves), ends every wait with ErrClosed and stops renewal. It
+// does not close the Redis clients. Calling Close again returns nil.
+func (c *Client) Close() error {
+	if c.err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	c.mu.Unlock()
+	c.inflight.Wait()
+	err := c.releaseAll()
+	c.sched.Stop()
+	for _, n := range c.nodes {
+		n.hub.Close()
+	}
+	for _, b := range c.batchers {
+		b.Stop()
+	}
+	return err
+}
+
+// releaseAll releases every outer hold not yet ended, all at once, within closeTimeout.
+func (c *Client) releaseAll() error {
+	c.mu.Lock()
+	holds := make([]*Hold, 0, len(c.holds))
+	for h := range c.holds {
+		holds = append(holds, h)
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var errs []error
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	for _, h := range holds {
+		wg.Go(func() {
+			if err := h.release(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

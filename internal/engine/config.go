@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// ClientConfig is a Client's configuration; the public package's Options set it.
+type ClientConfig struct {
+	Prefix      string
+	Logger      *slog.Logger
+	DriftFactor float64
+	Err         error // the first invalid option
+}
+
+// DefaultClientConfig is the configuration before any option.
+func DefaultClientConfig() ClientConfig {
+	return ClientConfig{Prefix: "dlock:", Logger: slog.New(slog.DiscardHandler), DriftFactor: 0.01}
+}
+
+// LockConfig is one lock's configuration; the public package's LockOptions set it.
+type LockConfig struct {
+	TTL   time.Duration
+	Renew bool
+}
+
+// DefaultTTL is the lease length used when no TTL option is given.
+const DefaultTTL = 30 * time.Second
+
+// MinTTL is the shortest lease dlock accepts.
+const MinTTL = 10 * time.Millisecond
+
+// DefaultLockConfig is the configuration before any option.
+func DefaultLockConfig() LockConfig { return LockConfig{TTL: DefaultTTL, Renew: true} }
+
+// CheckTTL says what is wrong with a lease length, if anything.
+func CheckTTL(d time.Duration) error {
+	if d < MinTTL {
+		return fmt.Errorf("dlock: TTL %v is too short: a lease must last at least %v (the default is %v)", d, MinTTL, DefaultTTL)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is the engine's side of one public dlock.Lease, whose doc comments are the
+// contract of these methods: the outer lease of a hold, or a re-entrant one sharing it.
+type Lease struct {
+	// Handle is the public *dlock.Lease that contains this one (Public).
+	Handle any
+
+	h     *Hold
+	outer bool
+	ctx   context.Context
+
+	// For a re-entrant lease only: its own end, guarded by mu.
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelCauseFunc
+	stop   func() bool // stops the propagation of the hold's end
+}
+
+func (l *Lease) Name() string { return l.h.t.name }
+
+func (l *Lease) Token() uint64 { return l.h.fence }
+
+func (l *Lease) Context() context.Context { return l.ctx }
+
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+func (l *Lease) Err() error {
+	if !l.outer {
+		l.mu.Lock()
+		err := l.err
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return l.h.state()
+}
+
+func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
+
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := l.Err(); err != nil {
+		if !l.outer && l.h.state() == nil {
+			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.t.name, ErrNotHeld, err)
+		}
+		return l.h.endedError("extend")
+	}
+	if err := CheckTTL(ttl); err != nil {
+		return err
+	}
+	return l.h.extend(ctx, ttl)
+}
+
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l.outer {
+		return l.h.release(ctx)
+	}
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return fmt.Errorf("dlock: unlock %q: %w: %w (already unlocked)", l.h.t.name, ErrNotHeld, l.err)
+	}
+	if err := l.h.state(); err != nil {
+		l.mu.Unlock()
+		return l.h.endedError("unlock")
+	}
+	l.err = ErrReleased
+	l.mu.Unlock()
+	l.stop()
+	l.cancel(ErrReleased)
+	return nil
+}

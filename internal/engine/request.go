@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// The first step of the data flow: a call of Lock, TryLock or Acquire becomes a request,
+// which re-enters a hold its ctx carries, makes one attempt (a try), or queues (coordinator)
+// and waits (wait.go).
+
+// request is one call of Lock, TryLock, Acquire...: what all its attempts share.
+type request struct {
+	waiter string       // the caller's id in Redis wait lists; stable across its attempts
+	owner  string       // RWMutex downgrade: the token of the write lease the caller holds
+	n      int64        // Semaphore: the permits asked for
+	try    bool         // one attempt, never wait
+	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
+	wait   localWaiter
+
+	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
+	reserve int64 // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
+	behind  int64 // local waiters behind the caller: the hand-offs the hold may make
+	// grants are the grants to this caller (a Mutex's standing request, a FairMutex
+	// waiter), made when it first listens: see grants.go.
+	grants chan scripts.Grant
+	// firstSent is when the first attempt of a request with a claim token started:
+	// a FairMutex hand-over to that token happens after it.
+	firstSent time.Time
+}
+
+// lock acquires t for r, waiting until ctx is done unless r.try is set.
+func (t *Target) lock(ctx context.Context, r *request) (*Lease, error) {
+	c := t.c
+	if err := c.Usable(); err != nil {
+		return nil, err
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.policy.reentrant {
+		if h := heldIn(ctx, c, t.scheme.kind(), t.keys.Lock); h != nil {
+			return newInnerLease(h, ctx), nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, t.gaveUp(ctx, -1)
+	}
+	if t.policy.waitList {
+		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
+	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.inflight.Done()
+	if r.try {
+		lease, err := t.tryLock(ctx, r)
+		if err != nil && t.policy.claim {
+			// A try never queues, but its attempt may have landed after a timeout: a claim
+			// is not undone by the attempt, so leave, which releases what landed.
+			t.leaveQueue(r)
+		}
+		return lease, err
+	}
+	var lease *Lease
+	err := t.coord.join(ctx, r)
+	if err == nil {
+		lease, err = t.wait(ctx, r)
+	}
+	if err != nil && t.policy.waitList {
+		t.leaveQueue(r)
+	}
+	t.coord.leave(ctx, r)
+	return lease, err
+}
+
+// tryLock makes one attempt. A lock this process holds is refused without a round trip.
+func (t *Target) tryLock(ctx context.Context, r *request) (*Lease, error) {
+	if h := t.coord.heldHere(); h != nil {
+		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
+	}
+	start := time.Now()
+	a := t.acquireOnce(ctx, ctx, r)
+	switch {
+	case a.h != nil:
+		return t.startAcquired(a.h, start)
+	case a.err != nil:
+		return nil, a.err
+	case a.left >= 0:
+		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, ErrNotAcquired, a.left)
+	}
+	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
+}
+
+// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
+func (t *Target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
+	if lastErr == nil {
+		return t.gaveUp(ctx, left)
+	}
+	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
+}
+
+// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
+func (t *Target) gaveUp(ctx context.Context, left time.Duration) error {
+	if left >= 0 {
+		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
+	}
+	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
+}
+
+// leaveQueue takes a waiter that gave up out of the wait lists on every node, without
+// waiting for the replies, so that it does not hold up the waiters behind it. An entry a
+// node misses expires by itself.
+func (t *Target) leaveQueue(r *request) {
+	t.c.sendAll(nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
+		return t.scheme.leave(t, r, call)
+	})
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/keyspace"
+)
+
+// Target is what every lock handle has in common: which lock, and how to hold it.
+type Target struct {
+	c      *Client
+	scheme scheme
+	policy policy       // scheme.policy()
+	coord  *coordinator // how this process's goroutines share the key; nil: they do not
+	name   string
+	keys   keyspace.Keys
+	cfg    LockConfig
+	err    error // an invalid name or option, returned by every method
+
+	// Script arguments that do not change between calls, made (and boxed) once.
+	ttlArg           any      // cfg.ttl in milliseconds
+	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
+	turnIDArg        any      // Mutex: turnID()
+	channelArg       any      // keys.Channel
+	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
+	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
+}
+
+func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *Target {
+	t := &Target{c: c, scheme: s, policy: s.policy(), name: name, cfg: cfg, err: cfgErr}
+	t.coord = newCoordinator(t)
+	if t.err == nil {
+		t.keys, t.err = keyspace.For(c.cfg.Prefix, name)
+	}
+	t.ttlArg = ms(t.cfg.TTL.Milliseconds())
+	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
+	t.turnsLifeArg = ms(max(3*t.cfg.TTL, time.Minute).Milliseconds())
+	t.turnIDArg = t.coord.turnID()
+	t.channelArg = t.keys.Channel
+	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
+	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
+	return t
+}
+
+// Lock acquires t: one attempt if try is set, else waiting until ctx is done.
+func (t *Target) Lock(ctx context.Context, try bool) (*Lease, error) {
+	return t.lock(ctx, &request{try: try})
+}
+
+// Acquire takes n of t's permits (a Semaphore): one attempt if try is set.
+func (t *Target) Acquire(ctx context.Context, n int64, try bool) (*Lease, error) {
+	return t.lock(ctx, &request{n: n, try: try})
+}
+
+// Err is the error of an invalid name or option, returned by every method.
+func (t *Target) Err() error { return t.err }
+
+// Name is the lock's name.
+func (t *Target) Name() string { return t.name }
+
+// LocalWaiters returns how many goroutines of t's Client wait for t in its local queue,
+// for tests.
+func (t *Target) LocalWaiters() int {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[t.keys.Lock]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+// LeaveTurns sends t's leave of the turns for a standing request with token ask, as the
+// last local waiter that gives up does, for tests.
+func (t *Target) LeaveTurns(ask string) { t.coord.leaveTurns(ask) }
