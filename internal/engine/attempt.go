@@ -34,11 +34,11 @@ func newToken() string {
 // acquireOnce makes one attempt on every node. The clock is read before the first request:
 // the lease is exclusive until that instant plus TTL minus the drift allowance, and the
 // attempt succeeds only with a majority and with time left.
-func (t *Target) acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
-	c := t.c
+func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
+	t, c := r.t, r.t.c
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
-	token, claim := t.attemptToken(r)
-	v := c.poll(ctx, nil, t.cfg.TTL,
+	token, claim := attemptToken(r)
+	v := poll(ctx, c, nil, t.cfg.TTL,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
 	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
@@ -47,7 +47,7 @@ func (t *Target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 	}
 	verdict := v.verdict(need, time.Now().Before(deadline))
 	if verdict == acquired {
-		return t.acquiredHold(ctx, lockCtx, r, v, token, deadline)
+		return acquiredHold(ctx, lockCtx, r, v, token, deadline)
 	}
 	// A claim (a FairMutex waiter's id, a Mutex's standing request) is not undone: a
 	// release may have granted it meanwhile, and the grantee holds it without asking. Its
@@ -59,14 +59,15 @@ func (t *Target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 		// attempt with no verdict, which may have kept them out.
 		t.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
 	}
-	return t.refused(v, verdict, need)
+	return refused(r, v, verdict, need)
 }
 
 // attemptToken returns the holder token an attempt asks with (boxed once for every call
 // that carries it), and whether it is a claim that a release may grant while the attempt
 // is out: the process's standing request (a Mutex that takes turns), the waiter's id
 // (FairMutex), or else a fresh token.
-func (t *Target) attemptToken(r *request) (token any, claim bool) {
+func attemptToken(r *request) (token any, claim bool) {
+	t := r.t
 	r.reserve = 1
 	if ask := t.coord.prepare(r); ask != nil {
 		return ask, true
@@ -78,7 +79,8 @@ func (t *Target) attemptToken(r *request) (token any, claim bool) {
 }
 
 // refused is the outcome of an attempt that did not acquire.
-func (t *Target) refused(v *votes, verdict verdict, need int) attempt {
+func refused(r *request, v *votes, verdict verdict, need int) attempt {
+	t := r.t
 	n := len(t.c.nodes)
 	switch verdict {
 	case late:
@@ -98,15 +100,16 @@ func (t *Target) refused(v *votes, verdict verdict, need int) attempt {
 
 // acquiredHold makes the hold of an attempt that a majority granted in time, once a majority
 // has confirmed its fencing token.
-func (t *Target) acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
+func acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
+	t := r.t
 	// The counter's largest value is the top of the block reserved (coordinator.go).
 	counter := slices.Max(v.vals)
-	if len(t.c.nodes) > 1 && !t.settleFence(ctx, v.vals, counter) {
+	if len(t.c.nodes) > 1 && !settleFence(ctx, t, v.vals, counter) {
 		t.releaseAbandoned(token, true)
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, counter)}
 	}
 	fence, spare := t.coord.acquired(r, token, uint64(counter))
-	return attempt{h: t.newHold(token, fence, spare, deadline, lockCtx)}
+	return attempt{h: newHold(t, token, fence, spare, t.cfg.TTL, deadline, lockCtx)}
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
@@ -125,7 +128,7 @@ func majorityFree(left []time.Duration, need int) time.Duration {
 // settleFence makes sure a majority holds at least fence before the lock is granted: the
 // nodes that granted with a smaller counter are raised to it. Any later majority overlaps
 // this one, so its INCR starts from fence or above: tokens keep growing across majorities.
-func (t *Target) settleFence(ctx context.Context, fences []int64, fence int64) bool {
+func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bool {
 	c := t.c
 	need := t.scheme.need(len(c.nodes))
 	have := 0
@@ -142,10 +145,10 @@ func (t *Target) settleFence(ctx context.Context, fences []int64, fence int64) b
 	if have >= need {
 		// Raise the laggards anyway, without waiting: nodes that stay in step make the
 		// synchronous raise below rare.
-		t.raiseAbandoned(low, arg)
+		raiseAbandoned(t, low, arg)
 		return true
 	}
-	v := c.poll(ctx, low, t.cfg.TTL,
+	v := poll(ctx, c, low, t.cfg.TTL,
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
 			call.Keys = []string{t.keys.Fence}
@@ -157,63 +160,13 @@ func (t *Target) settleFence(ctx context.Context, fences []int64, fence int64) b
 
 // raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
 // a node that misses it is raised by the next acquisition anyway.
-func (t *Target) raiseAbandoned(nodes []int, fence string) {
-	t.c.sendAll(nodes, t.cfg.TTL, func(call *batch.Call) bool {
+func raiseAbandoned(t *Target, nodes []int, fence string) {
+	sendAll(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
 		call.Script = scripts.FenceRaise
 		call.Keys = []string{t.keys.Fence}
 		call.Args = []any{fence}
 		return true
 	})
-}
-
-// releaseAbandoned releases token on every node without waiting for the replies: it undoes
-// a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
-// wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
-// lets the key expire by itself.
-func (t *Target) releaseAbandoned(token any, wake bool) {
-	t.c.sendAll(nil, t.cfg.TTL, func(call *batch.Call) bool {
-		publish := ""
-		if wake {
-			publish = t.c.nodes[call.Node].PublishCommand()
-		}
-		t.scheme.release(t, token, publish, call)
-		return true
-	})
-}
-
-// newHold builds the hold of a successful acquisition; the caller adopts and schedules it.
-func (t *Target) newHold(token any, fence, spare uint64, deadline time.Time, lockCtx context.Context) *Hold {
-	h := newHold(t, token, fence, spare, t.cfg.TTL, deadline)
-	h.bind(lockCtx)
-	return h
-}
-
-// startAcquired registers the hold of an attempt sent at start (see start): renewed a third
-// of the way into its TTL.
-func (t *Target) startAcquired(h *Hold, start time.Time) (*Lease, error) {
-	var renewAt time.Time
-	if t.cfg.Renew {
-		renewAt = start.Add(h.ttl / 3)
-	}
-	return t.start(h, renewAt, h.ttl/6)
-}
-
-// start registers a new hold with the Client and its scheduler (renewal due at renewAt,
-// zero for none, with slack) and returns its lease. If the Client
-// was closed meanwhile, the hold is released and ErrClosed returned.
-func (t *Target) start(h *Hold, renewAt time.Time, slack time.Duration) (*Lease, error) {
-	// Back to the local queue (localqueue.go): local waiters wait for this hold locally.
-	if err := t.c.adopt(h); err != nil {
-		h.cancel(ErrReleased)
-		t.releaseAbandoned(h.token, true)
-		return nil, err
-	}
-	if !t.c.sched.Add(&h.entry, renewAt, slack, h.deadline) {
-		h.end(ErrReleased, "the client was closed")
-		t.releaseAbandoned(h.token, true)
-		return nil, ErrClosed
-	}
-	return h.outer, nil
 }
 
 // jitter returns a random duration in [d/2, d), so that contenders that collided retry

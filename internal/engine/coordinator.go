@@ -138,7 +138,7 @@ func (k *coordinator) leaveTurns(ask any) {
 	if ask == nil {
 		ask = noArg
 	}
-	t.c.sendAll(nil, t.c.turn.length, func(call *batch.Call) bool {
+	sendAll(t.c, nil, t.c.turn.length, func(call *batch.Call) bool {
 		mutexRelease(t, ask, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
@@ -317,7 +317,6 @@ func (k *coordinator) handOff(h *Hold) bool {
 // when there is no one to hand it to.
 func (k *coordinator) handTo(h *Hold, ttl time.Duration, deadline time.Time) *Hold {
 	t, c := k.t, k.t.c
-	next := newHold(t, h.token, h.fence+1, h.spare-1, ttl, deadline)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[t.keys.Lock]
@@ -327,7 +326,7 @@ func (k *coordinator) handTo(h *Hold, ttl time.Duration, deadline time.Time) *Ho
 		return nil
 	}
 	w := q.waiters[0]
-	next.bind(w.ctx)
+	next := newHold(t, h.token, h.fence+1, h.spare-1, ttl, deadline, w.ctx)
 	c.holds[next] = struct{}{}
 	q.held = next
 	w.handed = next

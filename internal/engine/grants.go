@@ -39,7 +39,8 @@ func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse t
 // takeGrant returns the hold of a grant this caller received, if enough of the granted
 // lease is left to be worth taking: else the next attempt, with the same token, confirms
 // the grant and starts a fresh lease.
-func (t *Target) takeGrant(r *request, lockCtx context.Context) *Hold {
+func takeGrant(lockCtx context.Context, r *request) *Hold {
+	t := r.t
 	for {
 		var g scripts.Grant
 		select {
@@ -47,7 +48,7 @@ func (t *Target) takeGrant(r *request, lockCtx context.Context) *Hold {
 		default:
 			return nil
 		}
-		token, sent, behind, ok := t.granted(r, g.Token)
+		token, sent, behind, ok := granted(r, g.Token)
 		if !ok {
 			continue // a grant for a request this caller no longer makes
 		}
@@ -57,24 +58,17 @@ func (t *Target) takeGrant(r *request, lockCtx context.Context) *Hold {
 			return nil // asked long ago: confirm with an attempt instead
 		}
 		t.coord.used(token) // the release took the process off the list
-		return t.newHold(token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), deadline, lockCtx)
+		return newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx)
 	}
 }
 
 // granted returns the token a grant to token names, when this caller first sent it and
 // how many local waiters are queued behind the caller, if it is the token the caller asks
 // with: its process's standing request (Mutex), or its own id (FairMutex).
-func (t *Target) granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+func granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+	t := r.t
 	if t.coord != nil && t.coord.handsOff {
 		return t.coord.granted(r, token)
 	}
 	return r.waiter, r.firstSent, 0, r.waiter == token && !r.firstSent.IsZero()
-}
-
-// startGranted registers a granted hold like startAcquired. The grant set the key for at
-// most grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
-// short hold, the common case on a hot lock, is released before it is due).
-func (t *Target) startGranted(h *Hold) (*Lease, error) {
-	length := min(t.cfg.TTL, grantLength)
-	return t.start(h, h.deadline.Add(-2*length/3), length/6)
 }

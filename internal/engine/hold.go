@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/renew"
 )
@@ -51,13 +52,50 @@ type Hold struct {
 }
 
 // newHold returns a hold of t with its outer lease, allocated at once by the public
-// package (Public.NewHeld); the caller binds it to a context.
-func newHold(t *Target, token any, fence, spare uint64, ttl time.Duration, deadline time.Time) *Hold {
+// package (Public.NewHeld), bound to lockCtx (see bind). The caller starts it.
+func newHold(t *Target, token any, fence, spare uint64, ttl time.Duration, deadline time.Time, lockCtx context.Context) *Hold {
 	h, l := t.c.pub.NewHeld()
 	h.c, h.t, h.outer = t.c, t, l
 	h.token, h.fence, h.spare, h.ttl, h.deadline = token, fence, spare, ttl, deadline
 	h.entry.Value = h
+	h.bind(lockCtx)
 	return h
+}
+
+// startAcquired starts the hold of an attempt sent at start: renewed a third of the way
+// into its TTL.
+func (h *Hold) startAcquired(start time.Time) (*Lease, error) {
+	var renewAt time.Time
+	if h.t.cfg.Renew {
+		renewAt = start.Add(h.ttl / 3)
+	}
+	return h.start(renewAt, h.ttl/6)
+}
+
+// startGranted starts a granted hold (grants.go). The grant set the key for at most
+// grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
+// short hold, the common case on a hot lock, is released before it is due).
+func (h *Hold) startGranted() (*Lease, error) {
+	length := min(h.t.cfg.TTL, grantLength)
+	return h.start(h.deadline.Add(-2*length/3), length/6)
+}
+
+// start registers a new hold with the Client and its scheduler (renewal due at renewAt,
+// zero for none, with slack) and returns its lease. If the Client was closed meanwhile,
+// the hold is released and ErrClosed returned.
+func (h *Hold) start(renewAt time.Time, slack time.Duration) (*Lease, error) {
+	// Back to the local queue (localqueue.go): local waiters wait for this hold locally.
+	if err := h.c.adopt(h); err != nil {
+		h.cancel(ErrReleased)
+		h.t.releaseAbandoned(h.token, true)
+		return nil, err
+	}
+	if !h.c.sched.Add(&h.entry, renewAt, slack, h.deadline) {
+		h.end(ErrReleased, "the client was closed")
+		h.t.releaseAbandoned(h.token, true)
+		return nil, ErrClosed
+	}
+	return h.outer, nil
 }
 
 // belief is how long a call of length ttl sent now proves the key lives: no longer than a
@@ -223,4 +261,92 @@ func (h *Hold) renewed(seq uint64, start time.Time, deadline time.Time) bool {
 	}
 	h.c.sched.Renewed(&h.entry, renewAt, deadline)
 	return true
+}
+
+// release ends the hold by Unlock: compare-and-delete on every node, which also wakes the
+// waiters. It succeeds if a majority released the key or no longer had it, at least one
+// of them released it. The hold has ended when release returns, whatever the result.
+func (h *Hold) release(ctx context.Context) error {
+	h.mu.Lock()
+	switch {
+	case h.err == nil && !time.Now().Before(h.deadline):
+		h.mu.Unlock()
+		h.end(ErrLost, "its deadline passed without a successful renewal")
+		return h.endedError("unlock")
+	case h.err != nil:
+		h.mu.Unlock()
+		return h.endedError("unlock")
+	case h.releasing:
+		h.mu.Unlock()
+		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+	}
+	h.releasing = true
+	ttl, extending := h.ttl, h.extending > 0
+	h.mu.Unlock()
+	// An Extend in flight may shorten the key's expiry after the hand-off, which the
+	// successor would not hear of: release through Redis instead.
+	// Back to the coordinator: the next local waiter takes the hold without a round trip.
+	if !extending && h.t.coord.handOff(h) {
+		return nil
+	}
+
+	c := h.c
+	// The per-node timeout follows the lock's TTL option, not a length an Extend set: a
+	// lease shortened to expire soon is still worth releasing on a slow server.
+	wait := max(ttl, h.t.cfg.TTL)
+	if ctx.Err() != nil {
+		// An Unlock deferred with a context that has ended since (a request's, say) still
+		// releases: leaving the key to expire would keep everyone out for a whole TTL.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(wait))
+		defer cancel()
+	}
+	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
+	v := poll(ctx, c, nil, wait,
+		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
+		func(v *votes) bool { return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need })
+	released, gone := v.yes, v.no
+	switch {
+	case released > 0 && released+gone >= need:
+		h.end(ErrReleased, "unlocked")
+		return nil
+	case gone >= need:
+		h.end(ErrLost, "the key no longer held its token when Unlock ran (expired, deleted or taken)")
+		return h.endedError("unlock")
+	}
+	h.end(ErrReleased, "unlock failed; the key expires by itself")
+	err := c.pub.Error(Shortfall{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c)})
+	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
+}
+
+// extend sets the lease to last ttl from now on a majority, and ttl as the length of later
+// renewals. An Extend that lengthens leaves the hold unchanged on failure; one that
+// shortens takes effect when it is sent, since it may land whatever the reply: the
+// deadline moves down and later renewals use ttl, even if it fails. Either way, a majority
+// that says the key is no longer ours ends the hold.
+func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
+	c := h.c
+	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
+	ttlArg := ms(ttl.Milliseconds())
+	seq, shorten, belief, err := h.startExtend(ttl)
+	if err != nil {
+		return err
+	}
+	defer h.endExtend(shorten)
+	v := poll(ctx, c, nil, ttl,
+		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
+		func(v *votes) bool { return v.yes >= need || v.no > n-need })
+	deadline := quorum.Deadline(v.start, belief, c.cfg.DriftFactor)
+	switch {
+	case v.yes >= need && time.Now().Before(deadline):
+		h.setTTL(seq, ttl)
+		if !h.renewed(seq, v.start, deadline) && h.state() != nil {
+			return h.endedError("extend") // its deadline passed while the Extend was out
+		}
+		return nil
+	case v.no > n-need:
+		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
+		return h.endedError("extend")
+	}
+	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)})
 }

@@ -13,7 +13,7 @@ import (
 // plus TTL minus drift; one that a majority no longer holds is lost now; any other outcome
 // is retried soon, until the deadline ends the lease. Each result is recorded on its hold
 // (hold.go, under the hold's mutex): the one call back up the data flow.
-func (c *Client) renewBatch(entries []*renew.Entry) {
+func renewBatch(c *Client, entries []*renew.Entry) {
 	b := captureRenewals(entries)
 	if len(b.holds) == 0 {
 		return
@@ -23,11 +23,11 @@ func (c *Client) renewBatch(entries []*renew.Entry) {
 			defer applied()
 		}
 	}
-	replies, answered := c.sendRenewals(b)
+	replies, answered := b.send(c)
 	now := time.Now()
 	for i, h := range b.holds {
 		ok, gone := countRenewed(replies, answered, i)
-		c.applyRenewal(h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone)
+		applyRenewal(c, h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone)
 	}
 }
 
@@ -66,15 +66,15 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 	return b
 }
 
-// sendRenewals sends b and waits for the replies. replies[node][i] is node's answer for
+// send sends b and waits for the replies. replies[node][i] is node's answer for
 // b.holds[i]; a node counts (answered) once it has answered every call. A call not written
 // by the time the verdict is due is not sent at all.
-func (c *Client) sendRenewals(b *renewals) (replies [][]*batch.Call, answered []bool) {
+func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	n := len(c.nodes)
 	replies = make([][]*batch.Call, n)
 	answers := make(chan *batch.Call, n*len(b.holds)) // room for every reply, also the late ones
 	b.start = time.Now()
-	timeout := c.renewTimeout(b.minTTL)
+	timeout := renewTimeout(c, b.minTTL)
 	for node := range c.nodes {
 		calls := make([]*batch.Call, len(b.holds))
 		for i, h := range b.holds {
@@ -125,7 +125,7 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 
 // applyRenewal applies the outcome of h's renewal number seq, of length ttl, sent at start:
 // it proves the key lives until deadline if ok nodes renewed it; gone nodes no longer hold it.
-func (c *Client) applyRenewal(h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
+func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {
@@ -145,12 +145,12 @@ func (c *Client) applyRenewal(h *Hold, seq uint64, ttl time.Duration, deadline, 
 
 // renewTimeout is how long a renewal waits for the nodes' replies: a hung node must not
 // hold up the others' verdict for long.
-func (c *Client) renewTimeout(ttl time.Duration) time.Duration {
+func renewTimeout(c *Client, ttl time.Duration) time.Duration {
 	return min(ttl/3, max(4*c.nodeTimeout(ttl), 50*time.Millisecond))
 }
 
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
 // whether or not Redis can be reached.
-func (c *Client) expire(e *renew.Entry) {
+func expire(e *renew.Entry) {
 	e.Value.(*Hold).end(ErrLost, "its deadline passed without a successful renewal")
 }

@@ -15,6 +15,7 @@ import (
 
 // request is one call of Lock, TryLock, Acquire...: what all its attempts share.
 type request struct {
+	t      *Target      // the lock it asks for
 	waiter string       // the caller's id in Redis wait lists; stable across its attempts
 	owner  string       // RWMutex downgrade: the token of the write lease the caller holds
 	n      int64        // Semaphore: the permits asked for
@@ -34,8 +35,8 @@ type request struct {
 }
 
 // lock acquires t for r, waiting until ctx is done unless r.try is set.
-func (t *Target) lock(ctx context.Context, r *request) (*Lease, error) {
-	c := t.c
+func (r *request) lock(ctx context.Context) (*Lease, error) {
+	t, c := r.t, r.t.c
 	if err := c.Usable(); err != nil {
 		return nil, err
 	}
@@ -58,36 +59,37 @@ func (t *Target) lock(ctx context.Context, r *request) (*Lease, error) {
 	}
 	defer c.inflight.Done()
 	if r.try {
-		lease, err := t.tryLock(ctx, r)
+		lease, err := r.tryOnce(ctx)
 		if err != nil && t.policy.claim {
 			// A try never queues, but its attempt may have landed after a timeout: a claim
 			// is not undone by the attempt, so leave, which releases what landed.
-			t.leaveQueue(r)
+			r.leaveQueue()
 		}
 		return lease, err
 	}
 	var lease *Lease
 	err := t.coord.join(ctx, r)
 	if err == nil {
-		lease, err = t.wait(ctx, r)
+		lease, err = newWaiting(r).wait(ctx)
 	}
 	if err != nil && t.policy.waitList {
-		t.leaveQueue(r)
+		r.leaveQueue()
 	}
 	t.coord.leave(ctx, r)
 	return lease, err
 }
 
-// tryLock makes one attempt. A lock this process holds is refused without a round trip.
-func (t *Target) tryLock(ctx context.Context, r *request) (*Lease, error) {
+// tryOnce makes one attempt. A lock this process holds is refused without a round trip.
+func (r *request) tryOnce(ctx context.Context) (*Lease, error) {
+	t := r.t
 	if h := t.coord.heldHere(); h != nil {
 		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()
-	a := t.acquireOnce(ctx, ctx, r)
+	a := acquireOnce(ctx, ctx, r)
 	switch {
 	case a.h != nil:
-		return t.startAcquired(a.h, start)
+		return a.h.startAcquired(start)
 	case a.err != nil:
 		return nil, a.err
 	case a.left >= 0:
@@ -96,27 +98,12 @@ func (t *Target) tryLock(ctx context.Context, r *request) (*Lease, error) {
 	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
 }
 
-// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
-func (t *Target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
-	if lastErr == nil {
-		return t.gaveUp(ctx, left)
-	}
-	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
-}
-
-// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
-func (t *Target) gaveUp(ctx context.Context, left time.Duration) error {
-	if left >= 0 {
-		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
-	}
-	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
-}
-
 // leaveQueue takes a waiter that gave up out of the wait lists on every node, without
 // waiting for the replies, so that it does not hold up the waiters behind it. An entry a
 // node misses expires by itself.
-func (t *Target) leaveQueue(r *request) {
-	t.c.sendAll(nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
+func (r *request) leaveQueue() {
+	t := r.t
+	sendAll(t.c, nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
 		return t.scheme.leave(t, r, call)
 	})
 }

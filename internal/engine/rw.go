@@ -22,13 +22,13 @@ func NewRWMutex(c *Client, name string, cfg LockConfig, cfgErr error) *RW {
 // RLock takes a read lock: one attempt if try is set. With the context of a write lease of
 // the same lock, it downgrades.
 func (rw *RW) RLock(ctx context.Context, try bool) (*Lease, error) {
-	r := &request{try: try}
+	r := &request{t: rw.read, try: try}
 	if rw.read.err == nil {
 		if w := heldIn(ctx, rw.read.c, writeScheme{}.kind(), rw.read.keys.Lock); w != nil {
 			r.owner, _ = w.token.(string) // downgrade
 		}
 	}
-	return rw.read.lock(ctx, r)
+	return r.lock(ctx)
 }
 
 // Lock takes the write lock: one attempt if try is set. With the context of a read lease
@@ -38,7 +38,7 @@ func (rw *RW) Lock(ctx context.Context, try bool) (*Lease, error) {
 		heldIn(ctx, rw.write.c, writeScheme{}.kind(), rw.write.keys.Lock) == nil {
 		return nil, fmt.Errorf("dlock: RWMutex %q: cannot upgrade a read lock to the write lock: unlock the read lease first (two readers upgrading at once would wait for each other forever)", rw.write.name)
 	}
-	return rw.write.lock(ctx, &request{try: try})
+	return (&request{t: rw.write, try: try}).lock(ctx)
 }
 
 func rwKeys(t *Target) []string {

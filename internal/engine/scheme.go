@@ -9,7 +9,7 @@ import (
 
 // A scheme is how one kind of lock lives in Redis: which scripts take, renew and release
 // it, with which keys and arguments, and how its waiters wait. The engine (attempt.go,
-// wait.go, release.go, renewal.go) is the same for every kind.
+// wait.go, hold.go, renewal.go) is the same for every kind.
 type scheme interface {
 	kind() string
 	// acquire prepares one attempt of r with the holder token of the attempt.

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
@@ -19,7 +21,7 @@ type Target struct {
 	err    error // an invalid name or option, returned by every method
 
 	// Script arguments that do not change between calls, made (and boxed) once.
-	ttlArg           any      // cfg.ttl in milliseconds
+	ttlArg           any      // cfg.TTL in milliseconds
 	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
 	turnIDArg        any      // Mutex: turnID()
 	channelArg       any      // keys.Channel
@@ -43,14 +45,45 @@ func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *
 	return t
 }
 
+// releaseAbandoned releases token on every node without waiting for the replies: it undoes
+// a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
+// wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
+// lets the key expire by itself.
+func (t *Target) releaseAbandoned(token any, wake bool) {
+	sendAll(t.c, nil, t.cfg.TTL, func(call *batch.Call) bool {
+		publish := ""
+		if wake {
+			publish = t.c.nodes[call.Node].PublishCommand()
+		}
+		t.scheme.release(t, token, publish, call)
+		return true
+	})
+}
+
+// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
+func (t *Target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
+	if lastErr == nil {
+		return t.gaveUp(ctx, left)
+	}
+	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
+}
+
+// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
+func (t *Target) gaveUp(ctx context.Context, left time.Duration) error {
+	if left >= 0 {
+		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
+	}
+	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
+}
+
 // Lock acquires t: one attempt if try is set, else waiting until ctx is done.
 func (t *Target) Lock(ctx context.Context, try bool) (*Lease, error) {
-	return t.lock(ctx, &request{try: try})
+	return (&request{t: t, try: try}).lock(ctx)
 }
 
 // Acquire takes n of t's permits (a Semaphore): one attempt if try is set.
 func (t *Target) Acquire(ctx context.Context, n int64, try bool) (*Lease, error) {
-	return t.lock(ctx, &request{n: n, try: try})
+	return (&request{t: t, n: n, try: try}).lock(ctx)
 }
 
 // Err is the error of an invalid name or option, returned by every method.

@@ -52,7 +52,7 @@ func newVotes(n int) (*votes, []batch.Call) {
 // poll sends one call to each node (all of them, or those listed in only) and counts the
 // replies until decide says the outcome is settled, every node answered, the per-node
 // timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled.
-func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
+func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
 	v, calls := newVotes(len(c.nodes))
 	quorum.Fanout(ctx, c.batchers, calls, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
@@ -189,7 +189,7 @@ func (v *votes) problems(c *Client) []Failure {
 // replies, nor on a node whose queue is full: it is for what expiry makes good if it is
 // lost (undoing an attempt, leaving a wait list, raising a counter). prepare fills in a
 // call and may decline a node by returning false.
-func (c *Client) sendAll(only []int, life time.Duration, prepare func(call *batch.Call) bool) {
+func sendAll(c *Client, only []int, life time.Duration, prepare func(call *batch.Call) bool) {
 	nodes := only
 	if nodes == nil {
 		nodes = make([]int, len(c.nodes))

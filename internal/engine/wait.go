@@ -29,18 +29,21 @@ const (
 	maxFailedAttempts = 5
 )
 
+func newWaiting(r *request) *waiting {
+	return &waiting{t: r.t, r: r, backoff: minBackoff, left: -1}
+}
+
 // wait makes attempts until one succeeds, ctx ends, the Client closes or nodes keep failing.
-func (t *Target) wait(ctx context.Context, r *request) (*Lease, error) {
-	w := waiting{t: t, r: r, backoff: minBackoff, left: -1}
+func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 	defer w.stopListening()
 	for {
-		if lease, err := t.fromProcess(ctx, r); lease != nil || err != nil {
+		if lease, err := w.fromProcess(ctx); lease != nil || err != nil {
 			return lease, err
 		}
 		start := time.Now()
-		a := t.acquireOnce(ctx, ctx, r)
+		a := acquireOnce(ctx, ctx, w.r)
 		if a.h != nil {
-			return t.startAcquired(a.h, start)
+			return a.h.startAcquired(start)
 		}
 		sleep, err := w.next(ctx, a)
 		if err != nil {
@@ -58,13 +61,14 @@ func (t *Target) wait(ctx context.Context, r *request) (*Lease, error) {
 // handed over by a local Unlock, or one a release granted. While this process holds the
 // lock itself (and has not handed it to the caller), it waits here, with no round trip.
 // It returns neither a lease nor an error when the caller must ask Redis.
-func (t *Target) fromProcess(ctx context.Context, r *request) (*Lease, error) {
+func (w *waiting) fromProcess(ctx context.Context) (*Lease, error) {
+	t, r := w.t, w.r
 	for {
 		if h := t.coord.takeHandoff(r); h != nil {
 			return h.outer, nil
 		}
-		if h := t.takeGrant(r, ctx); h != nil {
-			return t.startGranted(h)
+		if h := takeGrant(ctx, r); h != nil {
+			return h.startGranted()
 		}
 		changed := t.coord.changed(r, false)
 		if changed == nil {
@@ -129,7 +133,7 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 		// Contenders split the votes and undid their partial holds, which publishes:
 		// ignore those wake-ups and retry after a random delay, so that they do not
 		// collide again.
-		if err := t.sleep(ctx, splitDelay(w.splits)); err != nil {
+		if err := w.sleep(ctx, splitDelay(w.splits)); err != nil {
 			return 0, err
 		}
 		w.splits++
@@ -174,7 +178,7 @@ func (w *waiting) listen(ctx context.Context) bool {
 	if w.r.grants == nil {
 		w.r.grants = make(chan scripts.Grant, 4)
 	}
-	w.watches = w.t.watch(ctx, w.r, w.wake)
+	w.watches = watch(ctx, w.r, w.wake)
 	w.listened = true
 	return len(w.watches) > 0
 }
@@ -206,7 +210,8 @@ func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
 }
 
 // sleep waits d, or returns the error that ended the wait.
-func (t *Target) sleep(ctx context.Context, d time.Duration) error {
+func (w *waiting) sleep(ctx context.Context, d time.Duration) error {
+	t := w.t
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -237,8 +242,8 @@ func drain(ch chan struct{}) {
 // watch subscribes, on every node at once, to the lock's release channel and its keyspace
 // channel, all sending on wake. A node that cannot be subscribed to within the per-node
 // timeout is left out: the waiter still wakes at the holder's expiry.
-func (t *Target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
-	c := t.c
+func watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
+	t, c := r.t, r.t.c
 	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.TTL), 100*time.Millisecond))
 	defer cancel()
 	// Room for every node (nil for one that failed): a subscription that comes in after
