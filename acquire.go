@@ -83,7 +83,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 
 	v := c.poll(ctx, nil, t.cfg.ttl,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
-		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
+		func(v *votes) bool { return v.yes >= need || v.cannotWin(need) })
 	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
 	if r.firstSent.IsZero() {
 		r.firstSent = v.start
@@ -208,13 +208,6 @@ func (t *target) releaseAbandoned(token any, wake bool) {
 		t.scheme.release(t, token, publish, call)
 		return true
 	})
-}
-
-func (n *node) publishCommand() string {
-	if n.cluster {
-		return "SPUBLISH"
-	}
-	return "PUBLISH"
 }
 
 // newHold builds the hold of a successful acquisition; the caller adopts and schedules it.

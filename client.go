@@ -74,15 +74,6 @@ func (c *Client) enter() error {
 	return nil
 }
 
-// node is one Redis deployment.
-type node struct {
-	rdb     redis.UniversalClient
-	name    string // its address, for errors
-	hub     *notify.Hub
-	cluster bool // Redis Cluster: sharded pub/sub
-	db      int  // for keyspace notification channels
-}
-
 // New returns a Client for one Redis deployment: a standalone server, a Sentinel-managed
 // failover client or a Cluster. A nil rdb or an invalid option gives a Client whose every
 // operation returns an error that says so.

@@ -21,9 +21,14 @@ type votes struct {
 	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
 	failed   int
-	decided  bool  // the caller's decide said so before every node answered or time ran out
-	ctxErr   error // ctx's error when the poll ended, if ctx ended it
-	start    time.Time
+	// silent counts the nodes of the poll that were silent when it began (node.silent)
+	// and have not answered yet; silentMask has their bits (nodes 0 to 63), wasSilent
+	// the bits of all that were silent when it began.
+	silent                int
+	silentMask, wasSilent uint64
+	decided               bool  // the caller's decide said so before every node answered or time ran out
+	ctxErr                error // ctx's error when the poll ended, if ctx ended it
+	start                 time.Time
 
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
 	// deployment, which then allocates once.
@@ -55,22 +60,10 @@ func newVotes(n int) (*votes, []batch.Call) {
 func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
 	v, calls := newVotes(len(c.nodes))
-	quorum.Fanout(ctx, c.batchers, calls, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
-		v.answered[call.Node] = true
-		switch {
-		case call.Err != nil:
-			v.failed++
-			if v.errs == nil {
-				v.errs = make([]error, v.n)
-			}
-			v.errs[call.Node] = call.Err
-		case call.Val > 0:
-			v.yes++
-			v.vals[call.Node] = call.Val
-		default:
-			v.no++
-			v.vals[call.Node] = call.Val
-		}
+	v.markSilent(c.nodes, only)
+	timeout := c.nodeTimeout(ttl)
+	quorum.Fanout(ctx, c.batchers, calls, only, timeout, prepare, func(call *batch.Call) bool {
+		v.tally(call.Node, call.Val, call.Err)
 		v.decided = decide(v)
 		return v.decided
 	})
@@ -78,7 +71,95 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
+	v.record(c.nodes, only, timeout)
 	return v
+}
+
+// tally counts node's answer: its reply val, or the error of its call.
+func (v *votes) tally(node int, val int64, err error) {
+	v.answered[node] = true
+	if bit := nodeBit(node); v.silentMask&bit != 0 {
+		v.silentMask &^= bit
+		v.silent--
+	}
+	switch {
+	case err != nil:
+		v.failed++
+		if v.errs == nil {
+			v.errs = make([]error, v.n)
+		}
+		v.errs[node] = err
+	case val > 0:
+		v.yes++
+		v.vals[node] = val
+	default:
+		v.no++
+		v.vals[node] = val
+	}
+}
+
+// nodeBit is node i's bit in a silentMask; nodes past 63 are never treated as silent.
+func nodeBit(i int) uint64 {
+	if i >= 64 {
+		return 0
+	}
+	return 1 << i
+}
+
+// markSilent notes which of the polled nodes are silent as the poll begins.
+func (v *votes) markSilent(nodes []*node, only []int) {
+	if len(nodes) == 1 {
+		return // one deployment: there is no one else to settle the attempt
+	}
+	polled(nodes, only, func(i int) {
+		if bit := nodeBit(i); bit != 0 && nodes[i].silent(v.start) {
+			v.silentMask |= bit
+			v.silent++
+		}
+	})
+	v.wasSilent = v.silentMask
+}
+
+// record tells each polled node whether it answered. A node is found silent by a poll
+// that waited the whole per-node timeout for it, and stays silent while the polls that
+// did not wait for it end without its answer.
+func (v *votes) record(nodes []*node, only []int, timeout time.Duration) {
+	if len(nodes) == 1 {
+		return
+	}
+	waited := !v.decided && v.ctxErr == nil
+	now := time.Now()
+	polled(nodes, only, func(i int) {
+		if v.answered[i] || waited || v.wasSilent&nodeBit(i) != 0 {
+			nodes[i].heard(v.answered[i], now, timeout)
+		}
+	})
+}
+
+// polled calls f with the index of each node a poll sent to: those in only, or all.
+func polled(nodes []*node, only []int, f func(i int)) {
+	if only != nil {
+		for _, i := range only {
+			f(i)
+		}
+		return
+	}
+	for i := range nodes {
+		f(i)
+	}
+}
+
+// cannotWin reports that an attempt can no longer get need nodes: more than n-need
+// refused or failed. A node that is silent (see node.silentUntil) counts as failed once
+// a node has refused, so that a held or split attempt does not wait for it; it is still
+// waited for when its answer decides whether the attempt has a verdict at all (too few
+// nodes answer without it), as a node down is then an error to report, not a contention.
+func (v *votes) cannotWin(need int) bool {
+	lost := v.no + v.failed
+	if lost > v.n-need {
+		return true
+	}
+	return v.no > 0 && lost+v.silent > v.n-need && v.failed+v.silent <= v.n-need
 }
 
 // A verdict is what one acquisition attempt came to.

@@ -1,11 +1,13 @@
 package dlock
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // refusalBy is what an acquire script replies when holder (a token; "" for no single
@@ -24,21 +26,11 @@ const failedNode = math.MinInt64
 
 // answer records node i's reply r as poll does.
 func answer(v *votes, i int, r int64) {
-	v.answered[i] = true
-	switch {
-	case r == failedNode:
-		v.failed++
-		if v.errs == nil {
-			v.errs = make([]error, v.n)
-		}
-		v.errs[i] = errors.New("connection refused")
-	case r > 0:
-		v.yes++
-		v.vals[i] = r
-	default:
-		v.no++
-		v.vals[i] = r
+	var err error
+	if r == failedNode {
+		err = errors.New("connection refused")
 	}
+	v.tally(i, r, err)
 }
 
 // TestHeldByOne: a holder with a majority is told from contenders that split the nodes.
@@ -107,6 +99,89 @@ func TestVerdict(t *testing.T) {
 			need := len(tc.replies)/2 + 1
 			if got := v.verdict(need, tc.inTime); got != tc.want {
 				t.Fatalf("verdict = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSilentNodeNotAwaited: a contended attempt does not wait for a node that went silent
+// (a hung or blackholed server), unless too few nodes are left for any verdict without it;
+// a node is silent from a poll that timed out waiting for it until it answers.
+func TestSilentNodeNotAwaited(t *testing.T) {
+	const granted = 7
+	a := refusalBy("a", 4000)
+	for _, tc := range []struct {
+		name    string
+		silent  []int   // the nodes that were silent as the poll began
+		replies []int64 // nodes 0.. answer in this order; the rest have not answered
+		want    bool
+	}{
+		{"two silent of five, a split among the rest", []int{3, 4}, []int64{granted, granted, a}, true},
+		{"two silent of five, held by another", []int{3, 4}, []int64{a, a, a}, true},
+		{"two silent of five, no refusal yet", []int{3, 4}, []int64{granted, granted}, false},
+		{"no silent node: wait for the last two", nil, []int64{granted, granted, a}, false},
+		{"three silent of five: wait, their answer decides if there is a verdict", []int{2, 3, 4}, []int64{granted, a}, false},
+		{"a silent node answers: it counts again", []int{2, 4}, []int64{granted, a, granted}, false},
+		{"refusals alone settle it", nil, []int64{a, a, a}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := make([]*node, 5)
+			now := time.Now()
+			for i := range nodes {
+				nodes[i] = &node{}
+			}
+			for _, i := range tc.silent {
+				nodes[i].heard(false, now, time.Second)
+			}
+			v, _ := newVotes(len(nodes))
+			v.markSilent(nodes, nil)
+			for i, r := range tc.replies {
+				answer(v, i, r)
+			}
+			if got := v.cannotWin(3); got != tc.want {
+				t.Errorf("cannotWin = %v, want %v (votes %+v)", got, tc.want, v)
+			}
+		})
+	}
+}
+
+// TestNodeSilence: which polls make a node silent, keep it silent, or clear it.
+func TestNodeSilence(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		wasSilent  bool
+		answered   bool
+		decided    bool
+		ctxEnded   bool
+		wantSilent bool
+	}{
+		{"no answer within the whole timeout", false, false, false, false, true},
+		{"answered", true, true, false, false, false},
+		{"answered after a decision", true, true, true, false, false},
+		{"not awaited, decided without it", false, false, true, false, false},
+		{"silent, still no answer when decided", true, false, true, false, true},
+		{"ctx ended the poll", false, false, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*node{{}, {}, {}}
+			if tc.wasSilent {
+				nodes[0].heard(false, time.Now(), time.Second)
+			}
+			v, _ := newVotes(len(nodes))
+			v.markSilent(nodes, nil)
+			if tc.answered {
+				answer(v, 0, 1)
+			}
+			v.decided = tc.decided
+			if tc.ctxEnded {
+				v.ctxErr = context.Canceled
+			}
+			v.record(nodes, nil, time.Second)
+			if got := nodes[0].silent(time.Now()); got != tc.wantSilent {
+				t.Errorf("silent = %v, want %v", got, tc.wantSilent)
+			}
+			if nodes[0].silent(time.Now().Add(silentPolls * time.Second)) {
+				t.Errorf("still silent after %d timeouts: a node that came back must be heard again", silentPolls)
 			}
 		})
 	}

@@ -295,39 +295,58 @@ func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
 
 // watch subscribes, on every node at once, to the lock's release channel and its keyspace
 // channel, all sending on wake. A node that cannot be subscribed to within the per-node
-// timeout is left out: the waiter still wakes at the holder's expiry.
+// timeout is left out, and so is a silent node (node.silentUntil) once the others have
+// answered: the waiter still wakes at the holder's expiry.
 func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
 	c := t.c
 	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond))
 	defer cancel()
 	// Room for every node (nil for one that failed): a subscription that comes in after
 	// the wait has given up on it must not block.
-	results := make(chan *notify.Watch, len(c.nodes))
+	results := make(chan subscribed, len(c.nodes))
+	now, awaited := time.Now(), 0
 	for _, n := range c.nodes {
+		silent := len(c.nodes) > 1 && n.silent(now)
+		if !silent {
+			awaited++
+		}
 		channels := t.scheme.channels(t, r, n)
 		go func() {
 			w, err := n.hub.Watch(ctx, t.keys.Lock, channels, wake)
 			if err != nil {
 				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
 			}
-			results <- w
+			results <- subscribed{w, silent}
 		}()
 	}
 	var out []*notify.Watch
 	for pending := len(c.nodes); pending > 0; pending-- {
-		select {
-		case w := <-results:
-			if w != nil {
-				out = append(out, w)
-			}
-		case <-ctx.Done():
-			// A silent node can hold its subscription up until the client's read timeout,
-			// longer than a whole lease: wait on without it, and close what it gives late.
+		if awaited == 0 {
+			// A silent node can hold its subscription up until the client's read
+			// timeout, longer than a whole lease: wait on without it, and close what it
+			// gives late.
 			go closeLate(results, pending)
 			return out
 		}
+		select {
+		case s := <-results:
+			if !s.silent {
+				awaited--
+			}
+			if s.w != nil {
+				out = append(out, s.w)
+			}
+		case <-ctx.Done():
+			awaited = 0
+		}
 	}
 	return out
+}
+
+// subscribed is one node's subscription for watch: nil if it failed.
+type subscribed struct {
+	w      *notify.Watch
+	silent bool // the node was silent: watch did not wait for it
 }
 
 func closeAll(watches []*notify.Watch) {
@@ -337,10 +356,10 @@ func closeAll(watches []*notify.Watch) {
 }
 
 // closeLate closes the watches of the pending subscriptions that a wait gave up on.
-func closeLate(results <-chan *notify.Watch, pending int) {
+func closeLate(results <-chan subscribed, pending int) {
 	for ; pending > 0; pending-- {
-		if w := <-results; w != nil {
-			w.Close()
+		if s := <-results; s.w != nil {
+			s.w.Close()
 		}
 	}
 }
