@@ -17,6 +17,15 @@ type agentConfig struct {
 	// OnConnect gives the nodes' clients an OnConnect hook, which makes dlock send its
 	// scripts through go-redis pipelines rather than its own connection.
 	OnConnect bool `json:"onconnect,omitempty"`
+	// Sentinel, if set, is the lock deployment instead of Nodes: a go-redis failover
+	// client that finds the master through these Sentinels.
+	Sentinel *sentinelConfig `json:"sentinel,omitempty"`
+}
+
+// sentinelConfig names a Sentinel-managed master.
+type sentinelConfig struct {
+	Master string   `json:"master"`
+	Addrs  []string `json:"addrs"`
 }
 
 // command is one instruction to an agent. Which fields matter depends on Op.
