@@ -83,7 +83,7 @@ func (t *target) acquireOnce(ctx context.Context, lockCtx context.Context, r *re
 
 	v := c.poll(ctx, nil, t.cfg.ttl,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
-		func(v *votes) bool { return v.yes >= need || v.cannotWin(need) })
+		func(v *votes) bool { return v.settled(need) })
 	deadline := quorum.Deadline(v.start, t.cfg.ttl, c.cfg.driftFactor)
 	if r.firstSent.IsZero() {
 		r.firstSent = v.start

@@ -21,19 +21,19 @@ type votes struct {
 	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
 	failed   int
-	// silent counts the nodes of the poll that were silent when it began (node.silent)
-	// and have not answered yet; silentMask has their bits (nodes 0 to 63), wasSilent
-	// the bits of all that were silent when it began.
-	silent                int
-	silentMask, wasSilent uint64
-	decided               bool  // the caller's decide said so before every node answered or time ran out
-	ctxErr                error // ctx's error when the poll ended, if ctx ended it
-	start                 time.Time
+	// silentAt marks the nodes that were silent when the poll began (node.silentUntil);
+	// silent counts those that have not answered yet.
+	silentAt []bool
+	silent   int
+	decided  bool  // the caller's decide said so before every node answered or time ran out
+	ctxErr   error // ctx's error when the poll ended, if ctx ended it
+	start    time.Time
 
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
 	// deployment, which then allocates once.
 	valsBuf     [inlineNodes]int64
 	answeredBuf [inlineNodes]bool
+	silentBuf   [inlineNodes]bool
 	callsBuf    [1]batch.Call
 }
 
@@ -44,9 +44,9 @@ func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] !
 func newVotes(n int) (*votes, []batch.Call) {
 	v := &votes{n: n, start: time.Now()}
 	if n <= inlineNodes {
-		v.vals, v.answered = v.valsBuf[:n], v.answeredBuf[:n]
+		v.vals, v.answered, v.silentAt = v.valsBuf[:n], v.answeredBuf[:n], v.silentBuf[:n]
 	} else {
-		v.vals, v.answered = make([]int64, n), make([]bool, n)
+		v.vals, v.answered, v.silentAt = make([]int64, n), make([]bool, n), make([]bool, n)
 	}
 	if n == 1 {
 		return v, v.callsBuf[:]
@@ -71,15 +71,16 @@ func (c *Client) poll(ctx context.Context, only []int, ttl time.Duration,
 	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
-	v.record(c.nodes, only, timeout)
+	if v.record(c.nodes, only, timeout) {
+		go c.hearLate(calls, only, v.unanswered(), timeout)
+	}
 	return v
 }
 
 // tally counts node's answer: its reply val, or the error of its call.
 func (v *votes) tally(node int, val int64, err error) {
 	v.answered[node] = true
-	if bit := nodeBit(node); v.silentMask&bit != 0 {
-		v.silentMask &^= bit
+	if v.silentAt[node] {
 		v.silent--
 	}
 	switch {
@@ -98,42 +99,68 @@ func (v *votes) tally(node int, val int64, err error) {
 	}
 }
 
-// nodeBit is node i's bit in a silentMask; nodes past 63 are never treated as silent.
-func nodeBit(i int) uint64 {
-	if i >= 64 {
-		return 0
-	}
-	return 1 << i
-}
-
 // markSilent notes which of the polled nodes are silent as the poll begins.
 func (v *votes) markSilent(nodes []*node, only []int) {
 	if len(nodes) == 1 {
 		return // one deployment: there is no one else to settle the attempt
 	}
 	polled(nodes, only, func(i int) {
-		if bit := nodeBit(i); bit != 0 && nodes[i].silent(v.start) {
-			v.silentMask |= bit
+		if nodes[i].silent() {
+			v.silentAt[i] = true
 			v.silent++
 		}
 	})
-	v.wasSilent = v.silentMask
 }
 
-// record tells each polled node whether it answered. A node is found silent by a poll
-// that waited the whole per-node timeout for it, and stays silent while the polls that
-// did not wait for it end without its answer.
-func (v *votes) record(nodes []*node, only []int, timeout time.Duration) {
+// record tells each polled node whether it replied, and reports whether some node the
+// poll did not hear from is now silent, whose late reply hearLate must wait for. A node
+// is found silent by a poll that waited the whole per-node timeout for it, and stays
+// silent while the polls that did not wait for it end without its reply.
+func (v *votes) record(nodes []*node, only []int, timeout time.Duration) (late bool) {
 	if len(nodes) == 1 {
-		return
+		return false
 	}
 	waited := !v.decided && v.ctxErr == nil
-	now := time.Now()
 	polled(nodes, only, func(i int) {
-		if v.answered[i] || waited || v.wasSilent&nodeBit(i) != 0 {
-			nodes[i].heard(v.answered[i], now, timeout)
+		switch {
+		case v.answered[i] && isReply(v.errAt(i)):
+			nodes[i].replied()
+		case !v.answered[i] && (waited || v.silentAt[i]):
+			nodes[i].missed(timeout)
+			late = true
 		}
 	})
+	return late
+}
+
+func (v *votes) errAt(node int) error {
+	if v.errs == nil {
+		return nil
+	}
+	return v.errs[node]
+}
+
+// hearLate waits, for a while, for the replies that a poll did not wait for, and clears
+// the silence of the nodes they come from: a node that came back, or is merely slower
+// than the others, is waited for again. It runs only after a poll that left a silent
+// node unanswered, never on the path of an uncontended Lock.
+func (c *Client) hearLate(calls []batch.Call, only []int, pending int, timeout time.Duration) {
+	var replies chan *batch.Call
+	polled(c.nodes, only, func(i int) { replies = calls[i].Done })
+	timer := time.NewTimer(silentPolls * timeout)
+	defer timer.Stop()
+	for ; pending > 0; pending-- {
+		select {
+		case call := <-replies:
+			if isReply(call.Err) {
+				c.nodes[call.Node].replied()
+			}
+		case <-timer.C:
+			return
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // polled calls f with the index of each node a poll sent to: those in only, or all.
@@ -150,17 +177,21 @@ func polled(nodes []*node, only []int, f func(i int)) {
 }
 
 // cannotWin reports that an attempt can no longer get need nodes: more than n-need
-// refused or failed. A node that is silent (see node.silentUntil) counts as failed once
-// a node has refused, so that a held or split attempt does not wait for it; it is still
-// waited for when its answer decides whether the attempt has a verdict at all (too few
-// nodes answer without it), as a node down is then an error to report, not a contention.
+// refused or failed. Once every node that is not silent has answered and one of them
+// refused, the silent ones that have not count as failed: the attempt is held or split
+// whatever they would say, and waiting for them would keep the contenders' shares of the
+// other nodes taken for the per-node timeout. They are still waited for when too few
+// nodes are left without them for any verdict: a majority down is an error to report.
 func (v *votes) cannotWin(need int) bool {
 	lost := v.no + v.failed
 	if lost > v.n-need {
 		return true
 	}
-	return v.no > 0 && lost+v.silent > v.n-need && v.failed+v.silent <= v.n-need
+	return v.no > 0 && v.unanswered() == v.silent && lost+v.silent > v.n-need && v.failed+v.silent <= v.n-need
 }
+
+// settled is an attempt's decide: a majority granted, or it cannot get one.
+func (v *votes) settled(need int) bool { return v.yes >= need || v.cannotWin(need) }
 
 // A verdict is what one acquisition attempt came to.
 type verdict int

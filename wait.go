@@ -295,58 +295,75 @@ func (t *target) gaveUp(ctx context.Context, left time.Duration) error {
 
 // watch subscribes, on every node at once, to the lock's release channel and its keyspace
 // channel, all sending on wake. A node that cannot be subscribed to within the per-node
-// timeout is left out, and so is a silent node (node.silentUntil) once the others have
-// answered: the waiter still wakes at the holder's expiry.
+// timeout is left out, and found silent (node.silentUntil); a node already silent is not
+// waited for. The waiter still wakes at the holder's expiry.
 func (t *target) watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
 	c := t.c
-	ctx, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond))
+	timeout := max(c.nodeTimeout(t.cfg.ttl), 100*time.Millisecond)
+	sub, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Room for every node (nil for one that failed): a subscription that comes in after
 	// the wait has given up on it must not block.
 	results := make(chan subscribed, len(c.nodes))
-	now, awaited := time.Now(), 0
-	for _, n := range c.nodes {
-		silent := len(c.nodes) > 1 && n.silent(now)
-		if !silent {
-			awaited++
-		}
+	awaited := make([]bool, len(c.nodes))
+	for i, n := range c.nodes {
+		awaited[i] = len(c.nodes) == 1 || !n.silent()
 		channels := t.scheme.channels(t, r, n)
 		go func() {
-			w, err := n.hub.Watch(ctx, t.keys.Lock, channels, wake)
+			w, err := n.hub.Watch(sub, t.keys.Lock, channels, wake)
 			if err != nil {
 				c.cfg.logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.name, "err", err)
 			}
-			results <- subscribed{w, silent}
+			results <- subscribed{w, i}
 		}()
 	}
-	var out []*notify.Watch
-	for pending := len(c.nodes); pending > 0; pending-- {
-		if awaited == 0 {
-			// A silent node can hold its subscription up until the client's read
-			// timeout, longer than a whole lease: wait on without it, and close what it
-			// gives late.
-			go closeLate(results, pending)
-			return out
-		}
-		select {
-		case s := <-results:
-			if !s.silent {
-				awaited--
+	out, pending := collect(sub, results, awaited)
+	if pending > 0 {
+		// A silent node can hold its subscription up until the client's read timeout,
+		// longer than a whole lease: wait on without it, and close what it gives late.
+		go closeLate(results, pending)
+	}
+	if ctx.Err() == nil && len(c.nodes) > 1 {
+		for i, late := range awaited {
+			if late {
+				c.nodes[i].missed(timeout)
 			}
-			if s.w != nil {
-				out = append(out, s.w)
-			}
-		case <-ctx.Done():
-			awaited = 0
 		}
 	}
 	return out
 }
 
-// subscribed is one node's subscription for watch: nil if it failed.
+// subscribed is node's subscription for watch: nil if it failed.
 type subscribed struct {
-	w      *notify.Watch
-	silent bool // the node was silent: watch did not wait for it
+	w    *notify.Watch
+	node int
+}
+
+// collect gathers the subscriptions of the awaited nodes, until they are all in or ctx
+// ends, and those of the others that come in meanwhile. It clears awaited[i] as node i's
+// comes in, and reports how many it did not receive.
+func collect(ctx context.Context, results <-chan subscribed, awaited []bool) (out []*notify.Watch, pending int) {
+	left := 0
+	for _, a := range awaited {
+		if a {
+			left++
+		}
+	}
+	for pending = len(awaited); pending > 0 && left > 0; pending-- {
+		select {
+		case s := <-results:
+			if awaited[s.node] {
+				awaited[s.node] = false
+				left--
+			}
+			if s.w != nil {
+				out = append(out, s.w)
+			}
+		case <-ctx.Done():
+			return out, pending
+		}
+	}
+	return out, pending
 }
 
 func closeAll(watches []*notify.Watch) {

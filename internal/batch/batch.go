@@ -66,7 +66,9 @@ type Call struct {
 	Val int64 // the script's integer reply
 	Err error
 
-	Done chan<- *Call // must have room for the reply: the batcher never blocks on it
+	// Done must have room for the reply: the batcher never blocks on it. It is not
+	// send-only so that a caller that stopped waiting can still hear the reply later.
+	Done chan *Call
 }
 
 // Batcher sends the calls of one deployment. Its methods are safe for concurrent use.
