@@ -80,7 +80,8 @@ PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 # Install what is missing: redis-server and redis-sentinel (Debian packages them apart;
 # brew's redis has both), unless each is on PATH or REDIS_SERVER and REDIS_SENTINEL name
 # them; the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory,
-# initdb is on PATH or it is under /usr/lib/postgresql.
+# initdb is on PATH or it is under /usr/lib/postgresql; tmux, the terminal of dlock top's
+# tests.
 deps:
 	@apt=""; brew=""; \
 	if ! command -v redis-server >/dev/null 2>&1 && ! { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
@@ -88,6 +89,9 @@ deps:
 	fi; \
 	if ! command -v redis-sentinel >/dev/null 2>&1 && ! { [ -n "$$REDIS_SENTINEL" ] && [ -x "$$REDIS_SENTINEL" ]; }; then \
 		apt="$$apt redis-sentinel"; brew="redis"; \
+	fi; \
+	if ! command -v tmux >/dev/null 2>&1; then \
+		apt="$$apt tmux"; brew="$$brew tmux"; \
 	fi; \
 	if ! { [ -n "$$PG_BIN" ] && [ -x "$$PG_BIN/initdb" ]; } && ! command -v initdb >/dev/null 2>&1 && \
 		! ls $(PG_GLOB) >/dev/null 2>&1; then \

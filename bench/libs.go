@@ -194,9 +194,9 @@ func goRedisClients(o openOpts) []*redis.Client {
 	return rdbs
 }
 
-// dlockClients returns go-redis clients for dlock. dlock sends its scripts on connections
-// of its own, dialled with Options.Dialer, which go-redis' hooks do not see: counting wraps
-// the Dialer instead (it also sees go-redis' own connections, pub/sub included).
+// dlockClients returns go-redis clients for dlock. Counting wraps Options.Dialer, so that it
+// sees every connection dlock's traffic takes, pub/sub included, as it did when dlock had
+// connections of its own.
 func dlockClients(o openOpts) []*redis.Client {
 	rdbs := make([]*redis.Client, len(o.Addrs))
 	for i, a := range o.Addrs {

@@ -220,6 +220,40 @@ Example:
   dlock list 'cron:*'
 `
 
+const topSummary = "a live view of the locks under the prefix: dlock top [flags] [PATTERN]"
+
+const topCmdHelp = `Usage: dlock top [flags] [PATTERN]
+
+A live view of the locks whose names match PATTERN (default *), found and read as
+'dlock list' finds and reads them, with its columns ('dlock help list'). It changes
+nothing. It reads them again every --interval and shows them on the terminal's alternate
+screen:
+  - most WAITERS first; then the hold that ends soonest (TTL; a hold without expiry
+    after those); then by NAME. On a quorum, the rows of a lock stay together;
+  - the header names the servers, the pattern, the number of locks and the time of the
+    latest refresh;
+  - a table wider than the terminal shortens HOLDER, then NAME (an ellipsis marks the
+    cut), then is cut at the right; the rows that do not fit are counted in a last line,
+    "+N more".
+When a refresh fails (a server went away or does not answer within 5s), the second line
+says why; the rows of the latest refresh that worked stay, and top tries again at every
+interval. q, Ctrl-C, SIGINT, SIGTERM and SIGHUP end it: it restores the terminal and
+exits 0.
+
+With --once, or when stdout is not a terminal (a pipe, a file), top prints one view, in
+full (no truncation, no control codes), and exits: 0, or as 'dlock list' does when Redis
+cannot be used. Servers that cannot be used at the start end top as any command: 69.
+
+Flags:
+  --interval D  the time between refreshes (default 1s, at least 100ms)
+  --once        print one view and exit
+` + serverFlagsHelp + `
+Examples:
+  dlock top
+  dlock top --interval 5s 'cron:*'
+  dlock top --once >locks.txt
+`
+
 const unlockSummary = "remove a stuck lock (operators): dlock unlock --force [flags] NAME..."
 
 const unlockHelp = `Usage: dlock unlock --force [flags] NAME...

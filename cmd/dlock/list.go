@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,44 +18,64 @@ const scanCount = 1000
 
 func cmdList(c *cli, args []string) error {
 	ic := new(inspectCmd)
-	pos, rest, _, err := parseArgs(ic.flagSet("list"), "list", args, -1)
+	pattern, err := patternArg(ic.flagSet("list"), "list", args)
 	if err != nil {
 		return err
-	}
-	pos = append(pos, rest...)
-	if len(pos) > 1 {
-		return usage("list", "give at most one pattern (quote it so that the shell leaves * alone): dlock list [flags] [PATTERN]")
-	}
-	pattern := "*"
-	if len(pos) == 1 {
-		pattern = pos[0]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
-	_, d, err := ic.sf.connect(ctx, c, "list")
+	r, err := ic.sf.openReader(ctx, c, "list")
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	names, err := scanNames(ctx, d, ic.sf.prefix, pattern)
-	if err != nil {
-		return redisFailure("cannot list the keys", err)
-	}
-	valid := names[:0]
-	for _, name := range names {
-		if _, err := keyspace.For(ic.sf.prefix, name); err == nil {
-			valid = append(valid, name)
-		}
-	}
-	infos, err := inspectAll(ctx, d, ic.sf.prefix, valid)
+	defer r.Close()
+	infos, err := r.list(ctx, pattern)
 	if err != nil {
 		return err
 	}
 	if len(infos) == 0 && !ic.json {
-		_, err := c.stdout.Write([]byte("no locks match " + strconv.Quote(ic.sf.prefix+pattern) + "\n"))
+		_, err := c.stdout.Write([]byte(noLocksText(r.prefix, pattern) + "\n"))
 		return err
 	}
-	return ic.print(c, d, infos)
+	return ic.print(c, r.d, infos)
+}
+
+// patternArg parses the command line of list and top: flags, and at most one pattern,
+// "*" when none is given.
+func patternArg(fs *flag.FlagSet, cmd string, args []string) (string, error) {
+	pos, rest, _, err := parseArgs(fs, cmd, args, -1)
+	if err != nil {
+		return "", err
+	}
+	pos = append(pos, rest...)
+	switch len(pos) {
+	case 0:
+		return "*", nil
+	case 1:
+		return pos[0], nil
+	}
+	return "", usage(cmd, "give at most one pattern (quote it so that the shell leaves * alone): dlock %s [flags] [PATTERN]", cmd)
+}
+
+// noLocksText is what list and top say when no lock matches.
+func noLocksText(prefix, pattern string) string {
+	return "no locks match " + strconv.Quote(prefix+pattern)
+}
+
+// list reads the locks whose names match pattern (see scanNames). Keys whose names no
+// dlock lock can have are left out: Inspect would refuse them.
+func (r *lockReader) list(ctx context.Context, pattern string) ([]lockInfo, error) {
+	names, err := scanNames(ctx, r.d, r.prefix, pattern)
+	if err != nil {
+		return nil, redisFailure("cannot list the keys", err)
+	}
+	valid := names[:0]
+	for _, name := range names {
+		if _, err := keyspace.For(r.prefix, name); err == nil {
+			valid = append(valid, name)
+		}
+	}
+	return r.inspect(ctx, valid)
 }
 
 // scanNames returns the sorted names of the locks that match prefix+pattern on every node

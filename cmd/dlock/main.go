@@ -4,6 +4,7 @@
 //	dlock run [flags] NAME -- CMD [ARGS...]   run CMD while holding the lock NAME
 //	dlock status [flags] NAME...              who holds the locks, with what token, for how long
 //	dlock list [flags] [PATTERN]              the locks under the prefix
+//	dlock top [flags] [PATTERN]               a live view of the locks, most waited for first
 //	dlock unlock --force [flags] NAME...      remove a stuck lock
 //	dlock demo [flags]                        the flash sale, without and with a lock
 //	dlock bench [flags]                       throughput and wait times
@@ -42,6 +43,7 @@ func init() {
 		{name: "run", summary: runSummary, help: runHelp, flags: func() *flag.FlagSet { return new(runCmd).flagSet() }, run: cmdRun},
 		{name: "status", summary: statusSummary, help: statusHelp, flags: func() *flag.FlagSet { return new(inspectCmd).flagSet("status") }, run: cmdStatus},
 		{name: "list", summary: listSummary, help: listHelp, flags: func() *flag.FlagSet { return new(inspectCmd).flagSet("list") }, run: cmdList},
+		{name: "top", summary: topSummary, help: topCmdHelp, flags: func() *flag.FlagSet { return new(topCmd).flagSet() }, run: cmdTop},
 		{name: "unlock", summary: unlockSummary, help: unlockHelp, flags: func() *flag.FlagSet { return new(unlockCmd).flagSet() }, run: cmdUnlock},
 		{name: "demo", summary: demoSummary, help: demoHelp, flags: func() *flag.FlagSet { return new(demoCmd).flagSet() }, run: cmdDemo},
 		{name: "bench", summary: benchSummary, help: benchHelp, flags: func() *flag.FlagSet { return new(benchCmd).flagSet() }, run: cmdBench},

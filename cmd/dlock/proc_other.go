@@ -17,6 +17,9 @@ var forwarded = []os.Signal{os.Interrupt}
 
 var signalNames = map[syscall.Signal]string{}
 
+// resizeSignals: none; top reads the terminal's size at every refresh.
+var resizeSignals []os.Signal
+
 func notifySignals() chan os.Signal {
 	ch := make(chan os.Signal, 16)
 	signal.Notify(ch, forwarded...)

@@ -20,6 +20,9 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGABRT: "SIGABRT", syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM",
 }
 
+// resizeSignals tell top that the terminal changed size.
+var resizeSignals = []os.Signal{syscall.SIGWINCH}
+
 // notifySignals starts catching the forwarded signals.
 func notifySignals() chan os.Signal {
 	ch := make(chan os.Signal, 16)

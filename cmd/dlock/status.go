@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
@@ -47,28 +48,52 @@ func cmdStatus(c *cli, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
-	_, d, err := ic.sf.connect(ctx, c, "status")
+	r, err := ic.sf.openReader(ctx, c, "status")
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	infos, err := inspectAll(ctx, d, ic.sf.prefix, names)
+	defer r.Close()
+	infos, err := r.inspect(ctx, names)
 	if err != nil {
 		return err
 	}
-	return ic.print(c, d, infos)
+	return ic.print(c, r.d, infos)
 }
 
-// inspectAll reads every lock on every node, through a dlock Client on d.
-func inspectAll(ctx context.Context, d *deployment, prefix string, names []string) ([]lockInfo, error) {
-	c, err := d.client(prefix, slog.New(slog.DiscardHandler))
+// lockReader reads locks, for status, list and top: one dlock Client on the deployment,
+// kept for as long as top refreshes.
+type lockReader struct {
+	d      *deployment
+	c      *dlock.Client
+	prefix string
+}
+
+// openReader connects to the servers (a failure is the command's error) and returns a
+// lockReader on them.
+func (sf *serverFlags) openReader(ctx context.Context, c *cli, cmd string) (*lockReader, error) {
+	_, d, err := sf.connect(ctx, c, cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	dc, err := d.client(sf.prefix, slogDiscard())
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &lockReader{d: d, c: dc, prefix: sf.prefix}, nil
+}
+
+// Close closes the Client, then the Redis clients it used.
+func (r *lockReader) Close() {
+	_ = r.c.Close()
+	r.d.Close()
+}
+
+// inspect reads every lock on every node.
+func (r *lockReader) inspect(ctx context.Context, names []string) ([]lockInfo, error) {
 	var infos []lockInfo
 	for _, name := range names {
-		rows, err := inspectLock(ctx, d, c, name)
+		rows, err := inspectLock(ctx, r.d, r.c, name)
 		if err != nil {
 			return nil, err
 		}
@@ -77,8 +102,7 @@ func inspectAll(ctx context.Context, d *deployment, prefix string, names []strin
 	return infos, nil
 }
 
-// print writes infos as a table, or as a JSON array with --json. The cells are scrubbed
-// before the table is laid out, so that a masked secret does not break its columns.
+// print writes infos as a table, or as a JSON array with --json.
 func (ic *inspectCmd) print(c *cli, d *deployment, infos []lockInfo) error {
 	w := c.stdout
 	if ic.json {
@@ -90,22 +114,33 @@ func (ic *inspectCmd) print(c *cli, d *deployment, infos []lockInfo) error {
 		return enc.Encode(infos)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"NAME", "KIND", "HOLDER", "FENCE", "TTL", "WAITERS", "DETAIL"}
-	if d.quorum() {
-		header = append([]string{"NAME", "NODE"}, header[1:]...)
-	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	fmt.Fprintln(tw, strings.Join(tableHeader(d.quorum()), "\t"))
 	for _, in := range infos {
-		row := []string{in.Name, dash(in.Kind), dash(in.Holder), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
-		if d.quorum() {
-			row = append([]string{in.Name, in.Node}, row[1:]...)
-		}
-		for i := range row {
-			row[i] = c.red.String(row[i])
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, strings.Join(in.cells(c.red, d.quorum()), "\t"))
 	}
 	return tw.Flush()
+}
+
+// tableHeader is the header of the table of status, list and top.
+func tableHeader(quorum bool) []string {
+	header := []string{"NAME", "KIND", "HOLDER", "FENCE", "TTL", "WAITERS", "DETAIL"}
+	if quorum {
+		header = slices.Insert(header, 1, "NODE")
+	}
+	return header
+}
+
+// cells is the row of in under tableHeader. They are scrubbed one by one, before a table
+// is laid out, so that a masked secret does not break its columns.
+func (in lockInfo) cells(red *redactor, quorum bool) []string {
+	row := []string{in.Name, dash(in.Kind), dash(in.Holder), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
+	if quorum {
+		row = slices.Insert(row, 1, in.Node)
+	}
+	for i := range row {
+		row[i] = red.String(row[i])
+	}
+	return row
 }
 
 func dash(s string) string {

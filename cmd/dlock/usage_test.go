@@ -38,6 +38,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--cluster", "--redis", "unix:///tmp/redis.sock", "job"}, `scheme "unix" is not one of`},
 		{[]string{"status", "--cluster", "--redis", "redis://a:1", "--redis", "redis://u:pw@b:1", "job"}, "same Cluster"},
 		{[]string{"list", "a*", "b*"}, "at most one pattern"},
+		{[]string{"top", "a*", "b*"}, "at most one pattern"},
+		{[]string{"top", "--interval", "0"}, "want at least 100ms"},
+		{[]string{"top", "--interval", "-1s"}, "want at least 100ms"},
+		{[]string{"top", "--interval", "often"}, "want a duration such as 500ms"},
+		{[]string{"top", "--interval"}, "needs an argument"},
+		{[]string{"top", "--json"}, "provided but not defined: -json"},
 		{[]string{"unlock"}, "give the names of the locks"},
 		{[]string{"unlock", "job"}, "refusing without --force"},
 		{[]string{"demo", "--buyers", "1"}, "--buyers must be at least 2"},
@@ -68,11 +74,13 @@ func TestUnreachable(t *testing.T) {
 		{"run", "job", "--", "true"},
 		{"status", "job"},
 		{"list"},
+		{"top"},
+		{"top", "--once"},
 		{"unlock", "--force", "job"},
 		{"demo", "--buyers", "2", "--stock", "1"},
 		{"bench", "--duration", "100ms"},
 	} {
-		t.Run(args[0], func(t *testing.T) {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
 			args = append([]string{args[0], "--redis", "redis://127.0.0.1:1"}, args[1:]...)
 			r := runBin(t, nil, args...)

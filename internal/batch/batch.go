@@ -3,25 +3,21 @@
 // next write. It also lets a caller stop waiting when its context ends, which go-redis
 // itself does not do for a server that accepted the connection and then stopped answering.
 //
-// There are two transports behind one Batcher:
+// Every call goes through go-redis, so that the client's hooks (tracing,
+// metrics) and MaxRetries apply to it. Single calls (Send, TrySend) go out as go-redis
+// pipelines over a few lanes, each with one pipeline in flight: the calls queued while a
+// lane's round trip is under way go out together in its next one. SendAll (the renewals)
+// always runs one explicit go-redis pipeline of its own, whatever carries single calls.
 //
-//   - For a *redis.Client (a standalone server, or a Sentinel failover client), the direct
-//     transport: one connection of its own, dialled with the client's Options.Dialer and set
-//     up as go-redis would (AUTH, SELECT, CLIENT SETNAME), auto-pipelined as rueidis does.
-//     A writer goroutine writes everything queued in one syscall without waiting for the
-//     replies of earlier writes; a reader goroutine answers the calls in order. It bypasses
-//     go-redis entirely, and with it go-redis' hooks and command retries: instrument the
-//     Options.Dialer to observe it. Options it cannot honour (OnConnect, Limiter,
-//     StreamingCredentialsProvider) select the other transport.
-//   - For every other client (Cluster, Ring, ...), go-redis pipelines over a few lanes,
-//     each with one pipeline in flight.
+// go-redis' AutoPipeliner (auto.go) is the other carrier of single calls, measured against
+// the lanes in BENCHMARKS.md; only the benchmark program selects it, with DefaultTransport.
 //
-// Either way, calls for one key are run in the order they were queued: an Unlock never
+// In every case, calls for one key are run in the order they were queued: an Unlock never
 // overtakes the Lock that a slow server has not run yet. The exceptions are calls whose
 // fate is unknown: a call that failed with its connection (or its read timeout) may still
 // run on the server after calls sent later on a new connection; a call that the server
 // answers NOSCRIPT (its script cache flushed under a live connection) is sent again after
-// the calls written behind it; and on the go-redis path, SendAll runs a pipeline of its own.
+// the calls written behind it; and SendAll runs a pipeline of its own.
 //
 // Errors: an error reply from Redis is an error that implements redis.Error (match it with
 // redis.HasErrorPrefix or go-redis' Is*Error helpers), a nil reply is redis.Nil, and a call
@@ -30,7 +26,9 @@
 package batch
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,32 +55,52 @@ const maxBatch = 256
 // errExpired (see IsExpired) for a call never sent; ErrStopped; or an error that says
 // why the connection failed: a call that was written before that may or may not have run.
 type Call struct {
-	Script   *redis.Script
-	Keys     []string
-	Args     []any     // strings, []byte, integers, floats, bools, as go-redis accepts them
+	Script *redis.Script
+	Keys   []string
+	Args   []any // strings, []byte, integers, floats, bools, as go-redis accepts them
+	// KeyArgs, if not nil, is Keys boxed ([]any of the same strings, read-only), kept by a
+	// caller that sends the same keys many times: it saves an allocation per key and call.
+	KeyArgs  []any
 	Node     int       // for the caller: which node the call went to
 	Deadline time.Time // zero for none; a call still queued at its deadline is not sent
 
 	Val int64 // the script's integer reply
 	Err error
 
-	Done chan<- *Call // must have room for the reply: the batcher never blocks on it
+	// Done must have room for the reply: the batcher never blocks on it. It is not
+	// send-only so that a caller that stopped waiting can still hear the reply later.
+	Done chan *Call
+
+	cmd *redis.Cmd // the auto-pipelined command while the call is in flight
 }
 
 // Batcher sends the calls of one deployment. Its methods are safe for concurrent use.
 type Batcher struct {
-	d *direct // the direct transport, for a *redis.Client; or nil
-	l *lanes  // go-redis pipelines, for the other clients; or nil
+	a *auto  // go-redis' AutoPipeliner, for single calls; or nil
+	l *lanes // go-redis pipelines: single calls unless a is set, and SendAll
 }
 
-// New starts a batcher for rdb. For a *redis.Client whose options the direct transport can
-// honour it opens its own connection when the first call comes; for other clients it keeps
-// inFlight pipelines in flight at once (lanes). New(nil, 0) is a batcher that only answers
+// Transport names a way of carrying single calls (SendAll always runs one go-redis
+// pipeline of its own).
+type Transport int
+
+const (
+	Lanes        Transport = iota // go-redis pipelines over a few lanes
+	AutoPipeline                  // go-redis' AutoPipeliner
+)
+
+// DefaultTransport is the transport New uses. Only the benchmark program changes it, to
+// measure the transports side by side.
+var DefaultTransport = Lanes
+
+// New starts a batcher for rdb on DefaultTransport: with lanes (the default, and the
+// fallback) it keeps inFlight pipelines in flight at once; with the AutoPipeliner it
+// answers calls from inFlight collectors. New(nil, 0) is a batcher that only answers
 // ErrStopped.
 func New(rdb redis.UniversalClient, inFlight int) *Batcher {
-	if c, ok := rdb.(*redis.Client); ok && c != nil && inFlight > 0 {
-		if opt := c.Options(); directOptions(opt) == "" {
-			return &Batcher{d: newDirect(opt)}
+	if DefaultTransport == AutoPipeline && !isNilClient(rdb) && inFlight > 0 {
+		if a := newAuto(rdb, inFlight); a != nil {
+			return &Batcher{a: a, l: a.lanes}
 		}
 	}
 	return &Batcher{l: newLanes(rdb, inFlight)}
@@ -93,8 +111,8 @@ func New(rdb redis.UniversalClient, inFlight int) *Batcher {
 // the expiry error, as if it had expired in the queue. It returns false (having sent
 // nothing) if the batcher is stopped.
 func (b *Batcher) Send(c *Call) bool {
-	if b.d != nil {
-		return b.d.send(c, true)
+	if b.a != nil {
+		return b.a.send(c, true)
 	}
 	return b.l.send(c, true)
 }
@@ -102,43 +120,123 @@ func (b *Batcher) Send(c *Call) bool {
 // TrySend is Send without the wait: it returns false, having done nothing, if too many
 // calls wait for the node or the batcher is stopped.
 func (b *Batcher) TrySend(c *Call) bool {
-	if b.d != nil {
-		return b.d.send(c, false)
+	if b.a != nil {
+		return b.a.send(c, false)
 	}
 	return b.l.send(c, false)
 }
 
-// SendAll queues calls so that they go out together: in one write (or one go-redis
-// pipeline), not split with other calls in between. It never blocks and ignores the bound
-// on waiting calls, so it is for a set bounded by the caller, such as the leases due for
-// renewal. Every call is answered on its Done, with ErrStopped if the batcher is stopped;
-// calls whose Deadline passes before they are written are answered with the expiry error.
+// SendAll queues calls so that they go out together: in one go-redis pipeline, not split
+// with other calls in between. It never blocks and ignores the bound on waiting calls, so
+// it is for a set bounded by the caller, such as the leases due for renewal. Every call is
+// answered on its Done, with ErrStopped if the batcher is stopped; calls whose Deadline
+// passes before they are written are answered with the expiry error.
 func (b *Batcher) SendAll(calls []*Call) {
 	if len(calls) == 0 {
 		return
 	}
-	if b.d != nil {
-		b.d.sendAll(calls)
+	if b.l == nil { // an AutoPipeliner batcher built by a test
+		b.a.sendAll(calls)
 		return
 	}
 	b.l.sendAll(calls)
 }
 
-// Stop refuses new calls and shuts the batcher down. The direct transport first writes the
-// calls queued before Stop on its current connection (it dials no new one), so that a
-// release queued just before a Client's Close goes out; the go-redis lanes finish the
-// pipelines in flight and send nothing more. Then Stop waits for the replies in flight, for
-// at most the client's ReadTimeout (3s without one), after which the calls still waiting
-// are answered with an error that says they may have run; answers the calls it did not
-// send with ErrStopped; closes the connection; and returns once every goroutine of the
-// batcher has exited. Stop may be called more than once, also concurrently.
+// Stop refuses new calls and shuts the batcher down: it finishes the pipelines in flight
+// (go-redis' read timeout bounds them), sends nothing more, answers the calls it did not
+// send with ErrStopped, and returns once every goroutine of the batcher has exited. Stop
+// may be called more than once, also concurrently.
 func (b *Batcher) Stop() {
-	if b.d != nil {
-		b.d.stop()
-		return
+	if b.a != nil {
+		b.a.stop()
 	}
-	b.l.stop()
+	if b.l != nil {
+		b.l.stop()
+	}
 }
 
 // IsExpired reports whether err means the call was dropped before it was sent.
 func IsExpired(err error) bool { return errors.Is(err, errExpired) }
+
+// seen is the set of scripts a batcher has sent, with each one's SHA1 boxed once for the
+// commands. The first call of each script goes out as EVAL, which runs the script and
+// loads it into the server's cache, and the later ones as EVALSHA: an EVALSHA first would
+// be answered NOSCRIPT on a fresh server and sent again, which costs a round trip and
+// makes the server count two script runs for one call (as the hand-off tests count them).
+// A NOSCRIPT later (restart, SCRIPT FLUSH, another shard of a Cluster) is still answered
+// with EVAL. A nil *seen sends EVALSHA only.
+type seen struct{ m sync.Map } // *redis.Script -> any(its SHA1)
+
+// cmd builds c's command: EVAL if its script was never sent before (which marks it sent),
+// else EVALSHA. The EVALSHA is built here rather than by go-redis' EvalSha, which boxes
+// the hash and every key anew for each call: with c.KeyArgs and the hash boxed once, it
+// costs two allocations (the arguments and the command).
+func (sn *seen) cmd(ctx context.Context, c *Call, via scripter) *redis.Cmd {
+	sha, ok := sn.sha(c.Script)
+	if !ok {
+		return c.Script.Eval(ctx, via, c.Keys, c.Args...)
+	}
+	args := make([]any, 0, 3+len(c.Keys)+len(c.Args))
+	args = append(args, "evalsha", sha, len(c.Keys))
+	if sameKeys(c.KeyArgs, c.Keys) {
+		args = append(args, c.KeyArgs...)
+	} else {
+		for _, k := range c.Keys {
+			args = append(args, k)
+		}
+	}
+	cmd := redis.NewCmd(ctx, append(args, c.Args...)...)
+	if len(c.Keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = via.Process(ctx, cmd)
+	return cmd
+}
+
+// sameKeys reports whether boxed holds keys: a KeyArgs left over from other keys must not
+// be sent.
+func sameKeys(boxed []any, keys []string) bool {
+	if len(boxed) != len(keys) {
+		return false
+	}
+	for i, k := range keys {
+		if b, ok := boxed[i].(string); !ok || b != k {
+			return false
+		}
+	}
+	return true
+}
+
+// scripter is what dlock sends scripts through: a client, a pipeline, the AutoPipeliner.
+type scripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// sha returns s's boxed SHA1 and true if s was sent before; else it marks s sent and
+// returns false. A nil *seen counts every script as sent.
+func (sn *seen) sha(s *redis.Script) (any, bool) {
+	if sn == nil {
+		return s.Hash(), true
+	}
+	if sha, ok := sn.m.Load(s); ok {
+		return sha, true
+	}
+	sha, loaded := sn.m.LoadOrStore(s, any(s.Hash()))
+	return sha, loaded
+}
+
+// isNilClient reports a nil client, also a nil pointer in a non-nil interface.
+func isNilClient(rdb redis.UniversalClient) bool {
+	switch r := rdb.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return r == nil
+	case *redis.ClusterClient:
+		return r == nil
+	case *redis.Ring:
+		return r == nil
+	}
+	return false
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,12 +99,17 @@ func goredis(rdb redis.UniversalClient, inFlight int) *Batcher {
 	return &Batcher{l: newLanes(rdb, inFlight)}
 }
 
-// transports are the two ways a Batcher sends, for the tests that hold for both.
+// autoPipeline returns a batcher on go-redis' AutoPipeliner.
+func autoPipeline(rdb redis.UniversalClient, inFlight int) *Batcher {
+	return &Batcher{a: newAuto(rdb, inFlight)}
+}
+
+// transports are the ways a Batcher sends, for the tests that hold for all.
 var transports = []struct {
 	name string
 	new  func(rdb *redis.Client, inFlight int) *Batcher
 }{
-	{"direct", func(rdb *redis.Client, inFlight int) *Batcher { return New(rdb, inFlight) }},
+	{"auto", func(rdb *redis.Client, inFlight int) *Batcher { return autoPipeline(rdb, inFlight) }},
 	{"goredis", func(rdb *redis.Client, inFlight int) *Batcher { return goredis(rdb, inFlight) }},
 }
 
@@ -656,5 +662,119 @@ func TestCluster(t *testing.T) {
 		if c.Err != nil || c.Val != int64(c.Node+2) {
 			t.Fatalf("call %d after SCRIPT FLUSH: %d, %v", c.Node, c.Val, c.Err)
 		}
+	}
+}
+
+// TestFirstCallEval: on a fresh server, the first call of a script goes out as EVAL and
+// the next as EVALSHA, through each go-redis transport and SendAll: no NOSCRIPT answer,
+// one script run per call.
+func TestFirstCallEval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		send func(b *Batcher, c *Call)
+		new  func(rdb *redis.Client) *Batcher
+	}{
+		{"lanes", func(b *Batcher, c *Call) { b.Send(c) }, func(rdb *redis.Client) *Batcher { return goredis(rdb, 2) }},
+		{"auto", func(b *Batcher, c *Call) { b.Send(c) }, func(rdb *redis.Client) *Batcher { return autoPipeline(rdb, 2) }},
+		{"SendAll", func(b *Batcher, c *Call) { b.SendAll([]*Call{c}) }, func(rdb *redis.Client) *Batcher { return goredis(rdb, 2) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rdb := redistest.Start(t).Client(t)
+			b := tc.new(rdb)
+			defer b.Stop()
+			done := make(chan *Call, 1)
+			for i := range 2 {
+				tc.send(b, &Call{Script: incr, Keys: []string{"k"}, KeyArgs: []any{"k"}, Args: []any{1}, Done: done})
+				if c := wait(t, done, 20*time.Second); c.Err != nil || c.Val != int64(i+1) {
+					t.Fatalf("call %d: %d, %v", i, c.Val, c.Err)
+				}
+			}
+			if stats := commandStats(t, rdb); stats["eval"] != 1 || stats["evalsha"] != 1 {
+				t.Fatalf("the server ran %v; want one EVAL, then one EVALSHA", stats)
+			}
+		})
+	}
+}
+
+// call sends one call and waits for its answer.
+func call(t *testing.T, b *Batcher, s *redis.Script, keys []string, args ...any) *Call {
+	t.Helper()
+	done := make(chan *Call, 1)
+	if !b.Send(&Call{Script: s, Keys: keys, Args: args, Done: done}) {
+		t.Fatal("Send = false")
+	}
+	return wait(t, done, 20*time.Second)
+}
+
+// commandStats returns INFO commandstats as calls per command ("evalsha", "script|load").
+func commandStats(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		stats[name] = n
+	}
+	return stats
+}
+
+// TestTransportChoice: New carries single calls on go-redis pipelines for every client,
+// whatever its options; an Unordered AutoPipeliner, which would let an Unlock overtake its
+// Lock, is not used.
+func TestTransportChoice(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, tt := range []struct {
+		name string
+		opts func(*redis.Options)
+	}{
+		{"plain", nil},
+		{"OnConnect", func(o *redis.Options) { o.OnConnect = func(context.Context, *redis.Conn) error { return nil } }},
+	} {
+		o := srv.Options()
+		if tt.opts != nil {
+			tt.opts(o)
+		}
+		rdb := redis.NewClient(o)
+		b := New(rdb, 2)
+		if b.a != nil || b.l == nil {
+			t.Errorf("%s: New: auto = %v, lanes = %v", tt.name, b.a != nil, b.l != nil)
+		}
+		if c := call(t, b, echo, nil, 3); c.Err != nil || c.Val != 3 {
+			t.Errorf("%s: %d, %v", tt.name, c.Val, c.Err)
+		}
+		b.Stop()
+		_ = rdb.Close()
+	}
+	o := srv.Options()
+	o.AutoPipelineOptions = &redis.AutoPipelineOptions{Unordered: true, MaxConcurrentBatches: 2}
+	unordered := redis.NewClient(o)
+	defer unordered.Close()
+	if a := newAuto(unordered, 2); a != nil {
+		a.stop()
+		t.Error("an Unordered AutoPipeliner was used")
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}})
+	defer ring.Close()
+	b := New(ring, 2)
+	defer b.Stop()
+	if b.l == nil {
+		t.Error("a Ring did not get go-redis pipelines")
+	}
+	nilClient := New(nil, 0)
+	done := make(chan *Call, 1)
+	nilClient.Send(&Call{Script: echo, Done: done})
+	nilClient.Stop()
+	if c := wait(t, done, time.Second); !errors.Is(c.Err, ErrStopped) {
+		t.Errorf("New(nil, 0): %v", c.Err)
 	}
 }

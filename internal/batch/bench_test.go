@@ -36,15 +36,11 @@ func benchCalls(b *testing.B, newBatcher func(*redis.Client) *Batcher) {
 			}
 		}
 	})
-	b.StopTimer()
-	if bt.d != nil && bt.d.flushes.Load() > 0 {
-		b.ReportMetric(float64(bt.d.written.Load())/float64(bt.d.flushes.Load()), "calls/write")
-	}
 }
 
-// BenchmarkDirect: the direct transport, one auto-pipelined connection.
-func BenchmarkDirect(b *testing.B) {
-	benchCalls(b, func(rdb *redis.Client) *Batcher { return New(rdb, 4) })
+// BenchmarkAuto: go-redis' AutoPipeliner, 4 collectors.
+func BenchmarkAuto(b *testing.B) {
+	benchCalls(b, func(rdb *redis.Client) *Batcher { return autoPipeline(rdb, 4) })
 }
 
 // BenchmarkGoRedis: go-redis pipelines over 4 lanes, as for a Cluster.
@@ -75,8 +71,8 @@ func BenchmarkGoRedisPlain(b *testing.B) {
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
 
-// BenchmarkDirectSerial: one goroutine, one call at a time: the latency of a round trip.
-func BenchmarkDirectSerial(b *testing.B) {
+// BenchmarkSerial: one goroutine, one call at a time: the latency of a round trip.
+func BenchmarkSerial(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	bt := New(rdb, 4)
@@ -106,4 +102,12 @@ func BenchmarkGoRedisSerial(b *testing.B) {
 			b.Fatalf("reply %d, %v", v, err)
 		}
 	}
+}
+
+// BenchmarkAutoFullDuplex: go-redis' AutoPipeliner in full-duplex mode.
+func BenchmarkAutoFullDuplex(b *testing.B) {
+	benchCalls(b, func(rdb *redis.Client) *Batcher {
+		rdb.Options().AutoPipelineOptions = &redis.AutoPipelineOptions{FullDuplex: true}
+		return autoPipeline(rdb, 4)
+	})
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// lanes is the transport over go-redis pipelines, for the clients that the direct transport
-// does not serve (Cluster, Ring, and a *redis.Client with options it cannot honour).
+// lanes is the default transport: go-redis pipelines, so that the client's hooks and
+// MaxRetries see every call. It measured as fast as the AutoPipeliner, within the noise,
+// with half its allocations: a lone caller pays for no batch machinery (BENCHMARKS.md).
 //
 // Calls are spread over lanes by their first key, each lane with one pipeline in flight:
 // calls for one key are sent in the order they were queued (an Unlock cannot overtake the
@@ -18,6 +19,7 @@ import (
 type lanes struct {
 	rdb   redis.UniversalClient
 	lanes []chan *Call
+	seen  seen
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -51,12 +53,17 @@ func (b *lanes) lane(c *Call) chan *Call {
 	if len(c.Keys) == 0 || len(b.lanes) == 1 {
 		return b.lanes[0]
 	}
-	key := hashTag(c.Keys[0])
+	return b.lanes[tagHash(c.Keys[0])%uint32(len(b.lanes))]
+}
+
+// tagHash is FNV-1a of key's hash tag.
+func tagHash(key string) uint32 {
+	tag := hashTag(key)
 	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
+	for i := 0; i < len(tag); i++ {
+		h = (h ^ uint32(tag[i])) * 16777619
 	}
-	return b.lanes[h%uint32(len(b.lanes))]
+	return h
 }
 
 // hashTag is what Redis Cluster hashes: the first {...} with something inside, else all.
@@ -147,7 +154,7 @@ func (b *lanes) sendAll(calls []*Call) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		pipeline(context.Background(), b.rdb, live)
+		runPipeline(context.Background(), b.rdb, &b.seen, live)
 	}()
 }
 
@@ -191,11 +198,14 @@ func (b *lanes) exec(batch []*Call) {
 		return
 	case 1:
 		c := live[0]
-		c.Val, c.Err = c.Script.Run(ctx, b.rdb, c.Keys, c.Args...).Int64()
+		c.Val, c.Err = b.seen.cmd(ctx, c, b.rdb).Int64()
+		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+			c.Val, c.Err = c.Script.Eval(ctx, b.rdb, c.Keys, c.Args...).Int64()
+		}
 		c.Done <- c
 		return
 	}
-	pipeline(ctx, b.rdb, live)
+	runPipeline(ctx, b.rdb, &b.seen, live)
 }
 
 // pipeline runs calls in one pipeline on rdb and sends each on its Done channel. Calls that
@@ -203,7 +213,12 @@ func (b *lanes) exec(batch []*Call) {
 // are loaded once each and the calls sent again in one more pipeline, so that a restart
 // costs two extra round trips, not one per call.
 func pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
-	missing := evalSha(ctx, rdb, calls, false)
+	runPipeline(ctx, rdb, nil, calls)
+}
+
+// runPipeline is pipeline with the scripts sn has not sent yet sent as EVAL (see seen).
+func runPipeline(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*Call) {
+	missing := evalSha(ctx, rdb, sn, calls, false)
 	if len(missing) == 0 {
 		return
 	}
@@ -214,16 +229,17 @@ func pipeline(ctx context.Context, rdb redis.UniversalClient, calls []*Call) {
 			_ = c.Script.Load(ctx, rdb).Err() // on failure the calls fail below
 		}
 	}
-	evalSha(ctx, rdb, missing, true)
+	evalSha(ctx, rdb, nil, missing, true)
 }
 
 // evalSha runs calls in one pipeline and answers them, except those that failed with
 // NOSCRIPT, which it returns unanswered unless last is set (then they are run one by one).
-func evalSha(ctx context.Context, rdb redis.UniversalClient, calls []*Call, last bool) (missing []*Call) {
+// The first call of a script sn has not sent goes as EVAL.
+func evalSha(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*Call, last bool) (missing []*Call) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
-		cmds[i] = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
+		cmds[i] = sn.cmd(ctx, c, pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, c := range calls {
@@ -239,4 +255,27 @@ func evalSha(ctx context.Context, rdb redis.UniversalClient, calls []*Call, last
 		c.Done <- c
 	}
 	return missing
+}
+
+// answerAll answers calls with err.
+func answerAll(calls []*Call, err error) {
+	for _, c := range calls {
+		c.Val, c.Err = 0, err
+		c.Done <- c
+	}
+}
+
+// dropExpired answers the calls whose deadline has passed and returns the others.
+func dropExpired(calls []*Call, now time.Time, done int) ([]*Call, int) {
+	live := calls[:0]
+	for _, c := range calls {
+		if !c.Deadline.IsZero() && !now.Before(c.Deadline) {
+			c.Val, c.Err = 0, errExpired
+			c.Done <- c
+			done++
+			continue
+		}
+		live = append(live, c)
+	}
+	return live, done
 }

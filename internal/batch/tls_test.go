@@ -3,8 +3,6 @@ package batch_test
 import (
 	"context"
 	"crypto/tls"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,12 +12,11 @@ import (
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// TestDirectTLS: a dlock Client over a *redis.Client with a TLSConfig locks and unlocks on
-// a server that speaks TLS only. The scripts go through the direct transport, which dials
-// with the client's Options.Dialer (go-redis's default dialer does the TLS handshake): its
-// connection is the one that speaks RESP2, where go-redis's speak RESP3. Without a client
-// certificate the server refuses the handshake, and Lock says so.
-func TestDirectTLS(t *testing.T) {
+// TestTLS: a dlock Client over a *redis.Client with a TLSConfig locks and unlocks on a
+// server that speaks TLS only. Without a client certificate the server refuses the
+// handshake, and Lock fails (with the refusal, or with the timeout while go-redis retries
+// the dial).
+func TestTLS(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -35,9 +32,6 @@ func TestDirectTLS(t *testing.T) {
 	}
 	if n, err := rdb.Exists(ctx, "dlock:tls").Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS dlock:tls = %d, %v after Lock", n, err)
-	}
-	if list, err := rdb.ClientList(ctx).Result(); err != nil || !ranScripts(list) {
-		t.Fatalf("no RESP2 connection ran the scripts (%v):\n%s", err, list)
 	}
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock over TLS: %v", err)
@@ -57,19 +51,7 @@ func TestDirectTLS(t *testing.T) {
 	defer c2.Close()
 	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer tcancel()
-	if _, err := c2.Mutex("tls").TryLock(tctx); err == nil || !strings.Contains(err.Error(), "remote error: tls:") {
-		t.Fatalf("TryLock without a client certificate: %v, want the server's refusal", err)
+	if _, err := c2.Mutex("tls").TryLock(tctx); err == nil {
+		t.Fatal("TryLock without a client certificate succeeded")
 	}
-}
-
-// ranScripts reports whether a connection in the CLIENT LIST reply list speaks RESP2 and
-// ran a script last.
-func ranScripts(list string) bool {
-	for _, line := range strings.Split(list, "\n") {
-		fields := strings.Fields(line)
-		if slices.Contains(fields, "resp=2") && (slices.Contains(fields, "cmd=evalsha") || slices.Contains(fields, "cmd=eval")) {
-			return true
-		}
-	}
-	return false
 }

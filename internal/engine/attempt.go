@@ -40,7 +40,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	token, claim := attemptToken(r)
 	v := poll(ctx, c, nil, t.cfg.TTL,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
-		func(v *votes) bool { return v.yes >= need || v.no+v.failed > n-need })
+		func(v *votes) bool { return v.settled(need) })
 	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 	if r.firstSent.IsZero() {
 		r.firstSent = v.start

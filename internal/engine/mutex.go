@@ -19,7 +19,7 @@ func (mutexScheme) kind() string { return "mutex" }
 
 func (mutexScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
-	call.Keys = t.mutexKeys
+	call.Keys, call.KeyArgs = t.mutexKeys, t.mutexKeyArgs
 	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg}
 }
 
@@ -31,7 +31,7 @@ func (mutexScheme) release(t *Target, token any, publish string, call *batch.Cal
 // process that stops waiting (leaveMode, with its id as me and its request's token).
 func mutexRelease(t *Target, token any, publish string, mode, me any, call *batch.Call) {
 	call.Script = scripts.MutexRelease
-	call.Keys = t.mutexReleaseKeys
+	call.Keys, call.KeyArgs = t.mutexReleaseKeys, t.mutexReleaseKeyArgs
 	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
 	if t.coord.takesTurns() {
 		turn = t.c.turn.arg
@@ -41,7 +41,7 @@ func mutexRelease(t *Target, token any, publish string, mode, me any, call *batc
 
 func (mutexScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
 	call.Script = scripts.MutexExtend
-	call.Keys = []string{t.keys.Lock}
+	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
 	call.Args = []any{token, ttl, extendMode(set)}
 }
 

@@ -27,6 +27,11 @@ type Target struct {
 	channelArg       any      // keys.Channel
 	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
 	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
+	lockKeys         []string // the lock key alone (Mutex extend); read-only
+
+	// The same keys boxed for go-redis (batch.Call.KeyArgs), so that a call does not box
+	// them again.
+	mutexKeyArgs, mutexReleaseKeyArgs, lockKeyArgs []any
 }
 
 func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *Target {
@@ -42,7 +47,18 @@ func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *
 	t.channelArg = t.keys.Channel
 	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
 	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
+	t.lockKeys = []string{t.keys.Lock}
+	t.mutexKeyArgs, t.mutexReleaseKeyArgs = boxed(t.mutexKeys), boxed(t.mutexReleaseKeys)
+	t.lockKeyArgs = boxed(t.lockKeys)
 	return t
+}
+
+func boxed(keys []string) []any {
+	b := make([]any, len(keys))
+	for i, k := range keys {
+		b[i] = k
+	}
+	return b
 }
 
 // releaseAbandoned releases token on every node without waiting for the replies: it undoes

@@ -21,6 +21,10 @@ type votes struct {
 	errs     []error // each node's error, where it failed; made at the first failure
 	yes, no  int
 	failed   int
+	// silentAt marks the nodes that were silent when the poll began (node.silentUntil);
+	// silent counts those that have not answered yet.
+	silentAt []bool
+	silent   int
 	decided  bool  // the caller's decide said so before every node answered or time ran out
 	ctxErr   error // ctx's error when the poll ended, if ctx ended it
 	start    time.Time
@@ -29,6 +33,7 @@ type votes struct {
 	// deployment, which then allocates once.
 	valsBuf     [inlineNodes]int64
 	answeredBuf [inlineNodes]bool
+	silentBuf   [inlineNodes]bool
 	callsBuf    [1]batch.Call
 }
 
@@ -39,9 +44,9 @@ func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] !
 func newVotes(n int) (*votes, []batch.Call) {
 	v := &votes{n: n, start: time.Now()}
 	if n <= inlineNodes {
-		v.vals, v.answered = v.valsBuf[:n], v.answeredBuf[:n]
+		v.vals, v.answered, v.silentAt = v.valsBuf[:n], v.answeredBuf[:n], v.silentBuf[:n]
 	} else {
-		v.vals, v.answered = make([]int64, n), make([]bool, n)
+		v.vals, v.answered, v.silentAt = make([]int64, n), make([]bool, n), make([]bool, n)
 	}
 	if n == 1 {
 		return v, v.callsBuf[:]
@@ -55,22 +60,10 @@ func newVotes(n int) (*votes, []batch.Call) {
 func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
 	v, calls := newVotes(len(c.nodes))
-	quorum.Fanout(ctx, c.batchers, calls, only, c.nodeTimeout(ttl), prepare, func(call *batch.Call) bool {
-		v.answered[call.Node] = true
-		switch {
-		case call.Err != nil:
-			v.failed++
-			if v.errs == nil {
-				v.errs = make([]error, v.n)
-			}
-			v.errs[call.Node] = call.Err
-		case call.Val > 0:
-			v.yes++
-			v.vals[call.Node] = call.Val
-		default:
-			v.no++
-			v.vals[call.Node] = call.Val
-		}
+	v.markSilent(c.nodes, only)
+	timeout := c.nodeTimeout(ttl)
+	quorum.Fanout(ctx, c.batchers, calls, only, timeout, prepare, func(call *batch.Call) bool {
+		v.tally(call.Node, call.Val, call.Err)
 		v.decided = decide(v)
 		return v.decided
 	})
@@ -78,8 +71,127 @@ func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
+	if v.record(c.nodes, only, timeout) {
+		go c.hearLate(calls, only, v.unanswered(), timeout)
+	}
 	return v
 }
+
+// tally counts node's answer: its reply val, or the error of its call.
+func (v *votes) tally(node int, val int64, err error) {
+	v.answered[node] = true
+	if v.silentAt[node] {
+		v.silent--
+	}
+	switch {
+	case err != nil:
+		v.failed++
+		if v.errs == nil {
+			v.errs = make([]error, v.n)
+		}
+		v.errs[node] = err
+	case val > 0:
+		v.yes++
+		v.vals[node] = val
+	default:
+		v.no++
+		v.vals[node] = val
+	}
+}
+
+// markSilent notes which of the polled nodes are silent as the poll begins.
+func (v *votes) markSilent(nodes []*Node, only []int) {
+	if len(nodes) == 1 {
+		return // one deployment: there is no one else to settle the attempt
+	}
+	polled(nodes, only, func(i int) {
+		if nodes[i].silent() {
+			v.silentAt[i] = true
+			v.silent++
+		}
+	})
+}
+
+// record tells each polled node whether it replied, and reports whether some node the
+// poll did not hear from is now silent, whose late reply hearLate must wait for. A node
+// is found silent by a poll that waited the whole per-node timeout for it, and stays
+// silent while the polls that did not wait for it end without its reply.
+func (v *votes) record(nodes []*Node, only []int, timeout time.Duration) (late bool) {
+	if len(nodes) == 1 {
+		return false
+	}
+	waited := !v.decided && v.ctxErr == nil
+	polled(nodes, only, func(i int) {
+		switch {
+		case v.answered[i] && isReply(v.errAt(i)):
+			nodes[i].replied()
+		case !v.answered[i] && (waited || v.silentAt[i]):
+			nodes[i].missed(timeout)
+			late = true
+		}
+	})
+	return late
+}
+
+func (v *votes) errAt(node int) error {
+	if v.errs == nil {
+		return nil
+	}
+	return v.errs[node]
+}
+
+// hearLate waits, for a while, for the replies that a poll did not wait for, and clears
+// the silence of the nodes they come from: a node that came back, or is merely slower
+// than the others, is waited for again. It runs only after a poll that left a silent
+// node unanswered, never on the path of an uncontended Lock.
+func (c *Client) hearLate(calls []batch.Call, only []int, pending int, timeout time.Duration) {
+	var replies chan *batch.Call
+	polled(c.nodes, only, func(i int) { replies = calls[i].Done })
+	timer := time.NewTimer(silentPolls * timeout)
+	defer timer.Stop()
+	for ; pending > 0; pending-- {
+		select {
+		case call := <-replies:
+			if isReply(call.Err) {
+				c.nodes[call.Node].replied()
+			}
+		case <-timer.C:
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// polled calls f with the index of each node a poll sent to: those in only, or all.
+func polled(nodes []*Node, only []int, f func(i int)) {
+	if only != nil {
+		for _, i := range only {
+			f(i)
+		}
+		return
+	}
+	for i := range nodes {
+		f(i)
+	}
+}
+
+// cannotWin reports that an attempt can no longer get need nodes: more than n-need
+// refused or failed. Once every node that is not silent has answered and one of them
+// refused, the silent ones that have not count as failed: the attempt is held or split
+// whatever they would say, and waiting for them would keep the contenders' shares of the
+// other nodes taken for the per-node timeout. They are still waited for when too few
+// nodes are left without them for any verdict: a majority down is an error to report.
+func (v *votes) cannotWin(need int) bool {
+	lost := v.no + v.failed
+	if lost > v.n-need {
+		return true
+	}
+	return v.no > 0 && v.unanswered() == v.silent && lost+v.silent > v.n-need && v.failed+v.silent <= v.n-need
+}
+
+// settled is an attempt's decide: a majority granted, or it cannot get one.
+func (v *votes) settled(need int) bool { return v.yes >= need || v.cannotWin(need) }
 
 // A verdict is what one acquisition attempt came to.
 type verdict int

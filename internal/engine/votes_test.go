@@ -1,11 +1,17 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
 // refusalBy is what an acquire script replies when holder (a token; "" for no single
@@ -24,21 +30,11 @@ const failedNode = math.MinInt64
 
 // answer records node i's reply r as poll does.
 func answer(v *votes, i int, r int64) {
-	v.answered[i] = true
-	switch {
-	case r == failedNode:
-		v.failed++
-		if v.errs == nil {
-			v.errs = make([]error, v.n)
-		}
-		v.errs[i] = errors.New("connection refused")
-	case r > 0:
-		v.yes++
-		v.vals[i] = r
-	default:
-		v.no++
-		v.vals[i] = r
+	var err error
+	if r == failedNode {
+		err = errors.New("connection refused")
 	}
+	v.tally(i, r, err)
 }
 
 // TestHeldByOne: a holder with a majority is told from contenders that split the nodes.
@@ -109,5 +105,155 @@ func TestVerdict(t *testing.T) {
 				t.Fatalf("verdict = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// reply is one node's answer to a simulated poll.
+type reply struct {
+	node int
+	val  int64 // failedNode for a call that failed
+}
+
+// simulatePoll runs an acquisition poll on 5 nodes (or len(silent) given as n) as poll
+// and acquireOnce do: the nodes in silent were silent as it began; the replies come in
+// order, until the attempt's decide says it is settled; a poll not settled timed out.
+func simulatePoll(n, need int, silent []int, replies []reply) (*votes, verdict) {
+	nodes := make([]*Node, n)
+	for i := range nodes {
+		nodes[i] = &Node{}
+	}
+	for _, i := range silent {
+		nodes[i].missed(time.Minute)
+	}
+	v, _ := newVotes(n)
+	v.markSilent(nodes, nil)
+	for _, r := range replies {
+		answer(v, r.node, r.val)
+		if v.decided = v.settled(need); v.decided {
+			break
+		}
+	}
+	return v, v.verdict(need, true)
+}
+
+// TestSilentNodeNotAwaited: once every other node has answered, an attempt does not wait
+// for a node that went silent (hung, blackholed) to tell a held lock or a split vote; it
+// still waits for silent nodes when without them no verdict is possible, and a silent
+// node that answers counts.
+func TestSilentNodeNotAwaited(t *testing.T) {
+	const granted = 7
+	a, b := refusalBy("a", 4000), refusalBy("b", 4000)
+	for _, tc := range []struct {
+		name        string
+		n, need     int
+		silent      []int
+		replies     []reply
+		want        verdict
+		wantDecided bool
+	}{
+		{"held, 1 of 5 silent", 5, 3, []int{4}, []reply{{0, a}, {1, a}, {2, a}, {3, a}}, held, true},
+		{"held, 2 of 5 silent", 5, 3, []int{3, 4}, []reply{{0, a}, {1, a}, {2, a}}, held, true},
+		{"held, 1 of 3 silent", 3, 2, []int{2}, []reply{{0, a}, {1, a}}, held, true},
+		{"split, 2 of 5 silent", 5, 3, []int{3, 4}, []reply{{0, granted}, {1, granted}, {2, a}}, split, true},
+		{"split, 1 of 5 silent", 5, 3, []int{4}, []reply{{0, granted}, {1, granted}, {2, a}, {3, b}}, split, true},
+		{"a live node still to answer: wait", 5, 3, []int{4}, []reply{{0, granted}, {1, a}, {2, b}}, split, false},
+		{"no silent node: wait for the last two", 5, 3, nil, []reply{{0, granted}, {1, granted}, {2, a}}, split, false},
+		{"3 of 5 silent: wait, they decide whether there is a verdict", 5, 3, []int{2, 3, 4}, []reply{{0, granted}, {1, a}}, failed, false},
+		{"a silent node that answers counts", 5, 3, []int{3, 4}, []reply{{3, granted}, {0, granted}, {1, a}, {2, granted}}, acquired, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, got := simulatePoll(tc.n, tc.need, tc.silent, tc.replies)
+			if got != tc.want || v.decided != tc.wantDecided {
+				t.Errorf("verdict %v, decided %v; want %v, %v (votes %+v)", got, v.decided, tc.want, tc.wantDecided, v)
+			}
+		})
+	}
+}
+
+// TestNodeSilence: which polls make a node silent, keep it silent, or clear it.
+func TestNodeSilence(t *testing.T) {
+	transport := errors.New("read tcp: i/o timeout")
+	for _, tc := range []struct {
+		name       string
+		wasSilent  bool
+		answer     *error // nil: no answer
+		decided    bool
+		ctxEnded   bool
+		wantSilent bool
+	}{
+		{"no answer within the whole timeout", false, nil, false, false, true},
+		{"a reply clears it", true, new(error), false, false, false},
+		{"a reply after a decision clears it", true, new(error), true, false, false},
+		{"an error reply clears it", true, &errNoScript, false, false, false},
+		{"a transport error does not clear it", true, &transport, false, false, true},
+		{"a transport error does not make it", false, &transport, false, false, false},
+		{"not awaited: decided without it", false, nil, true, false, false},
+		{"silent, still no answer when decided", true, nil, true, false, true},
+		{"ctx ended the poll", false, nil, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*Node{{}, {}, {}}
+			if tc.wasSilent {
+				nodes[0].missed(time.Minute)
+			}
+			v, _ := newVotes(len(nodes))
+			v.markSilent(nodes, nil)
+			if tc.answer != nil {
+				v.tally(0, 1, *tc.answer)
+			}
+			v.decided = tc.decided
+			if tc.ctxEnded {
+				v.ctxErr = context.Canceled
+			}
+			v.record(nodes, nil, time.Minute)
+			if got := nodes[0].silent(); got != tc.wantSilent {
+				t.Errorf("silent = %v, want %v", got, tc.wantSilent)
+			}
+		})
+	}
+}
+
+// errNoScript stands for an error reply: the server answered.
+var errNoScript error = errorReply("NOSCRIPT No matching script")
+
+// errorReply is an error reply of Redis, as the transports give them (redis.Error).
+type errorReply string
+
+func (e errorReply) Error() string { return string(e) }
+func (errorReply) RedisError()     {}
+
+var _ redis.Error = errorReply("")
+
+// TestSilenceLapses: a silent node is waited for again after silentPolls timeouts.
+func TestSilenceLapses(t *testing.T) {
+	n := &Node{}
+	n.missed(time.Millisecond)
+	if !n.silent() {
+		t.Fatal("not silent right after a missed poll")
+	}
+	time.Sleep(2 * silentPolls * time.Millisecond)
+	if n.silent() {
+		t.Fatalf("still silent after %d timeouts", 2*silentPolls)
+	}
+}
+
+// TestLateReplyEndsSilence: the reply of a silent node that comes after its poll gave up
+// on it ends its silence; a late transport error does not.
+func TestLateReplyEndsSilence(t *testing.T) {
+	c := &Client{nodes: []*Node{{}, {}}, done: make(chan struct{})}
+	replies := make(chan *batch.Call, 2)
+	calls := []batch.Call{{Node: 0, Done: replies}, {Node: 1, Done: replies}}
+	for _, n := range c.nodes {
+		n.missed(time.Minute)
+	}
+	calls[1].Err = errors.New("read tcp: i/o timeout")
+	replies <- &calls[1]
+	replies <- &calls[0]
+	c.hearLate(calls, nil, 2, time.Minute)
+	if c.nodes[0].silent() {
+		t.Error("node 0 replied late and is still silent")
+	}
+	if !c.nodes[1].silent() {
+		t.Error("node 1 failed late and is no longer silent")
 	}
 }

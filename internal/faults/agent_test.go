@@ -73,6 +73,12 @@ func newAgent(cfg agentConfig) (*agent, error) {
 		}
 		a.nodes = append(a.nodes, redis.NewClient(opts))
 	}
+	if sc := cfg.Sentinel; sc != nil {
+		a.nodes = append(a.nodes, redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: sc.Master, SentinelAddrs: sc.Addrs,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		}))
+	}
 	a.store = redis.NewClient(clientOptions(cfg.Store))
 	var err error
 	a.client, err = a.newClient()

@@ -73,13 +73,7 @@ func (ct contention) run(r *run) {
 }
 
 func (ct contention) check(r *run, d *deployment, ivs []interval, holds int64) {
-	counter, err := d.data.Get(context.Background(), counterKey("hot")).Int64()
-	if err != nil && holds > 0 {
-		r.fatalf("read the counter: %v", err)
-	}
-	r.expect(counter == holds, chkCounter, "the counter says %d, but there were %d holds: updates were lost", counter, holds)
-	checkExclusive(r, ivs)
-	checkTokens(r, ivs)
+	checkCounted(r, d, ivs, holds)
 	gap, at := maxFree(ivs)
 	r.value(ms(gap))
 	r.expect(gap <= freeBound, chkFreeTime, "the lock was free for %.1f ms from %s while %d goroutines waited (bound %v)",
@@ -107,4 +101,16 @@ func blackhole(k int) func(r *run, ps []*faultproxy.Proxy) {
 			p.Blackhole(r.t)
 		}
 	}
+}
+
+// checkCounted: the counter of the lock "hot" says holds, no two holds overlap, and tokens
+// grow.
+func checkCounted(r *run, d *deployment, ivs []interval, holds int64) {
+	counter, err := d.data.Get(context.Background(), counterKey("hot")).Int64()
+	if err != nil && holds > 0 {
+		r.fatalf("read the counter: %v", err)
+	}
+	r.expect(counter == holds, chkCounter, "the counter says %d, but there were %d holds: updates were lost", counter, holds)
+	checkExclusive(r, ivs)
+	checkTokens(r, ivs)
 }

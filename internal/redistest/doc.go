@@ -1,5 +1,7 @@
-// Package redistest starts real redis-server processes, Redis Cluster and
-// Sentinel deployments and TLS servers with certificates made for the test: the
+// Package redistest starts real redis-server processes, Redis Cluster (with a
+// replica per master if asked) and Sentinel deployments, and TLS servers with
+// certificates made for the test, and fails those deployments over (Failover,
+// AwaitFailover, WithReplicaLink to cut replication alone): the
 // one harness behind dlock's own tests, the public dlocktest package, the
 // examples' tests and the benchmark program (StartMain). Fault-injecting
 // proxies are in faultproxy.

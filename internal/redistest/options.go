@@ -4,8 +4,10 @@ package redistest
 type config struct {
 	args             []string
 	password         string
-	tls              *tlsSetup // WithTLS
-	sentinelPassword string    // WithSentinelPassword
+	tls              *tlsSetup                      // WithTLS
+	sentinelPassword string                         // WithSentinelPassword
+	replicaLink      func(masterAddr string) string // WithReplicaLink
+	replica          bool                           // WithReplica
 }
 
 // Option configures a server started by Start, StartNodes, StartCluster or

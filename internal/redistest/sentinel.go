@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,13 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	d := &Sentinel{MasterName: "mymaster", password: cfg.password, sentinelPassword: cfg.sentinelPassword}
 	d.Master = Start(tb, opts...)
 	replicaArgs := []string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}
+	if cfg.replicaLink != nil {
+		host, port, err := net.SplitHostPort(cfg.replicaLink(d.Master.Addr))
+		if err != nil {
+			tb.Fatalf("redistest: WithReplicaLink: %v", err)
+		}
+		replicaArgs = []string{"--replicaof", host, port}
+	}
 	if cfg.password != "" {
 		replicaArgs = append(replicaArgs, "--masterauth", cfg.password)
 	}
@@ -156,8 +164,6 @@ func (d *Sentinel) Client(tb testing.TB) *redis.Client {
 
 // waitFormed waits until the deployment is what StartSentinel promises.
 func (d *Sentinel) waitFormed() error {
-	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
-	defer cancel()
 	replica := redis.NewClient(d.Replica.Options())
 	defer replica.Close()
 	clients := make([]*redis.SentinelClient, len(d.Sentinels))
@@ -165,21 +171,11 @@ func (d *Sentinel) waitFormed() error {
 		clients[i] = redis.NewSentinelClient(s.Options())
 		defer clients[i].Close()
 	}
-	for {
-		err := d.formed(ctx, replica, clients)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			var tails strings.Builder
-			for _, s := range append([]*Server{d.Master, d.Replica}, d.Sentinels...) {
-				tails.WriteString(s.logTail())
-			}
-			return fmt.Errorf("not formed within %v: %v%s", sentinelTimeout, err, tails.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+	err := await(sentinelTimeout, func(ctx context.Context) error { return d.formed(ctx, replica, clients) })
+	if err != nil {
+		return fmt.Errorf("%w%s", err, logTails(append([]*Server{d.Master, d.Replica}, d.Sentinels...)...))
 	}
+	return nil
 }
 
 // formed returns nil if the replica has synced and every Sentinel sees the

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,7 +25,7 @@ func TestSentinel(t *testing.T) {
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatalf("SET through the failover client: %v", err)
 		}
-		if n, err := c.Wait(ctx, 1, 5000).Result(); err != nil || n != 1 {
+		if n, err := c.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
 			t.Fatalf("WAIT 1 = %d, %v; want the replica's acknowledgement", n, err)
 		}
 		if v, err := d.Replica.Client(t).Get(ctx, "k").Result(); err != nil || v != "v" {

@@ -332,3 +332,12 @@ func (s *Server) logTail() string {
 	}
 	return b.String()
 }
+
+// logTails is the logTail of each server, one after the other.
+func logTails(servers ...*Server) string {
+	var b strings.Builder
+	for _, s := range servers {
+		b.WriteString(s.logTail())
+	}
+	return b.String()
+}

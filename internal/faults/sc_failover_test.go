@@ -1,0 +1,72 @@
+package faults
+
+import (
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// failoverTTL is the leases' TTL in the failover scenarios: shorter than the outage of a
+// killed master (the Sentinels' down-after, 3s, and their election), longer than a
+// SENTINEL FAILOVER of a master that is up.
+const failoverTTL = 2 * time.Second
+
+// sentinelFailover: on a Sentinel-managed master with a replica, three agents contend for
+// one lock (2 goroutines each) through go-redis failover clients, and A holds another
+// lock throughout, while fault fails the master over a second in. Whatever the fault,
+// no two holds overlap, the counter under the lock is exact, tokens grow, every Lock
+// returns (the contention ends by itself) and A's lease, if lost, is lost by its
+// ValidUntil; afterwards, a Lock on the new master works.
+func sentinelFailover(fault func(r *run, s *redistest.Sentinel)) func(r *run) {
+	return func(r *run) {
+		s := redistest.StartSentinel(r.t)
+		d := &deployment{store: redistest.Start(r.t)}
+		d.data = d.store.Client(r.t)
+		conf := agentConfig{Store: d.store.Addr, Sentinel: &sentinelConfig{Master: s.MasterName, Addrs: s.Addrs()}}
+		var agents []*child
+		for _, name := range []string{"A", "B", "C"} {
+			conf.Name = name
+			agents = append(agents, spawn(r, conf))
+		}
+		a := agents[0]
+		a.send(command{Op: "lock", ID: "long", Name: "long", TTL: failoverTTL})
+		if _, ok := a.expectEv(evAcquired, "long", chkNoErrors); !ok {
+			return
+		}
+		const dur = 6 * time.Second
+		for _, c := range agents {
+			c.send(command{Op: "contend", ID: "c", Name: "hot", TTL: failoverTTL, Wait: dur, N: 2})
+		}
+		r.sleep(time.Second)
+		fault(r, s)
+		r.step("failed over")
+		var holds, fails int64
+		for _, c := range agents {
+			e := c.awaitEv(evDone, "c")
+			holds, fails = holds+e.N, fails+e.M
+		}
+		a.send(command{Op: "unlock", ID: "long"})
+		a.awaitEv(evDone, "long")
+		a.send(command{Op: "lock", ID: "after", Name: "after", TTL: failoverTTL, Wait: 5 * time.Second})
+		a.expectEv(evAcquired, "after", chkNoErrors)
+		finishAll(agents...)
+		ivs := intervals(agents...)
+		checkCounted(r, d, byName(ivs, "hot"), holds)
+		long := byName(ivs, "long")
+		checkLossOnTime(r, long)
+		r.value(float64(fails))
+		r.note("%d holds, %d failed calls", holds, fails)
+		for _, iv := range long {
+			r.note("A's lease across the failover: %s", iv.how)
+		}
+	}
+}
+
+// manualFailover asks the Sentinels to fail over a master that is up.
+func manualFailover(r *run, s *redistest.Sentinel) { s.Failover(r.t) }
+
+// killMaster kills the master (SIGKILL) and waits for the Sentinels to promote the replica.
+func killMaster(r *run, s *redistest.Sentinel) {
+	s.Master.Kill(r.t)
+	s.AwaitFailover(r.t)
+}
