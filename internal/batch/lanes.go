@@ -154,13 +154,20 @@ func (b *lanes) sendAll(calls []*Call) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		runPipeline(context.Background(), b.rdb, &b.seen, live)
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if d, ok := latestDeadline(live); ok {
+			ctx, cancel = context.WithDeadline(ctx, d)
+		}
+		defer cancel()
+		runPipeline(ctx, b.rdb, &b.seen, live)
 	}()
 }
 
 func (b *lanes) work(calls chan *Call) {
 	defer b.wg.Done()
 	batch := make([]*Call, 0, maxBatch)
+	rt := newRoundTrip()
+	defer rt.timer.Stop()
 	for {
 		// Stop takes precedence over queued calls: those are Stop's to fail.
 		select {
@@ -183,19 +190,24 @@ func (b *lanes) work(calls chan *Call) {
 				break fill
 			}
 		}
-		b.exec(batch)
+		b.exec(rt, batch)
 		clear(batch)
 	}
 }
 
 // exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
 // pipeline. Calls whose deadline has passed are answered without being sent.
-func (b *lanes) exec(batch []*Call) {
+func (b *lanes) exec(rt *roundTrip, batch []*Call) {
 	live, _ := dropExpired(batch, time.Now(), 0)
-	ctx := context.Background()
-	switch len(live) {
-	case 0:
+	if len(live) == 0 {
 		return
+	}
+	ctx := context.Background()
+	if d, ok := latestDeadline(live); ok {
+		ctx = rt.start(d)
+		defer rt.end()
+	}
+	switch len(live) {
 	case 1:
 		c := live[0]
 		c.Val, c.Err = b.seen.cmd(ctx, c, b.rdb).Int64()

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/redistest"
@@ -13,10 +14,13 @@ const failoverTTL = 2 * time.Second
 
 // sentinelFailover: on a Sentinel-managed master with a replica, three agents contend for
 // one lock (2 goroutines each) through go-redis failover clients, and A holds another
-// lock throughout, while fault fails the master over a second in. Whatever the fault,
-// no two holds overlap, the counter under the lock is exact, tokens grow, every Lock
-// returns (the contention ends by itself) and A's lease, if lost, is lost by its
-// ValidUntil; afterwards, a Lock on the new master works.
+// lock throughout, while fault fails the master over a second in. What must hold: every
+// Lock returns (the contention ends by itself), A's lease, if lost, is lost by its
+// ValidUntil, and afterwards a Lock on the new master works. Replication is asynchronous:
+// writes the old master took after the replica's promotion are lost, locks and fencing
+// counters with them, so a second holder, a token that does not grow and a lost update
+// are the documented limitation (README, what dlock does not guarantee); the run counts
+// them.
 func sentinelFailover(fault func(r *run, s *redistest.Sentinel)) func(r *run) {
 	return func(r *run) {
 		s := redistest.StartSentinel(r.t)
@@ -51,7 +55,7 @@ func sentinelFailover(fault func(r *run, s *redistest.Sentinel)) func(r *run) {
 		a.expectEv(evAcquired, "after", chkNoErrors)
 		finishAll(agents...)
 		ivs := intervals(agents...)
-		checkCounted(r, d, byName(ivs, "hot"), holds)
+		countLimitation(r, d, byName(ivs, "hot"), holds)
 		long := byName(ivs, "long")
 		checkLossOnTime(r, long)
 		r.value(float64(fails))
@@ -69,4 +73,18 @@ func manualFailover(r *run, s *redistest.Sentinel) { s.Failover(r.t) }
 func killMaster(r *run, s *redistest.Sentinel) {
 	s.Master.Kill(r.t)
 	s.AwaitFailover(r.t)
+}
+
+// countLimitation notes what a failover without replica acknowledgements cost the lock
+// "hot": overlapping holds, tokens that did not grow, and updates lost.
+func countLimitation(r *run, d *deployment, ivs []interval, holds int64) {
+	regressions := 0
+	for i := 1; i < len(ivs); i++ {
+		if ivs[i].token <= ivs[i-1].token {
+			regressions++
+		}
+	}
+	counter, _ := d.data.Get(context.Background(), counterKey("hot")).Int64()
+	r.note("documented limitation: %d overlapping holds, %d tokens that did not grow, %d of %d updates lost",
+		len(overlaps(ivs, 1000)), regressions, holds-counter, holds)
 }
