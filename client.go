@@ -28,7 +28,7 @@ type Client struct {
 // (one in flight per server; on a Cluster, a few, by key); renewals go out as one pipeline
 // per node per tick.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	if isNil(rdb) {
+	if batch.IsNilClient(rdb) {
 		return failedClient(errors.New("dlock: New was given a nil Redis client: pass a *redis.Client or *redis.ClusterClient"), opts)
 	}
 	c, err := newClient([]redis.UniversalClient{rdb}, opts)
@@ -49,7 +49,7 @@ func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	seen := make(map[string]int, len(nodes))
 	for i, rdb := range nodes {
-		if isNil(rdb) {
+		if batch.IsNilClient(rdb) {
 			return nil, fmt.Errorf("dlock: NewQuorum: node %d is nil: every node must be a Redis client", i)
 		}
 		for j := range i {
@@ -98,23 +98,9 @@ func newTransport(rdb redis.UniversalClient) *batch.Batcher {
 	}
 	return batch.New(rdb, pipelinesInFlight)
 }
+
 func failedClient(err error, opts []Option) *Client {
 	return &Client{e: engine.Failed(err, newClientConfig(opts), public)}
-}
-
-// isNil reports a nil client, including a nil pointer in a non-nil interface.
-func isNil(rdb redis.UniversalClient) bool {
-	switch r := rdb.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return r == nil
-	case *redis.ClusterClient:
-		return r == nil
-	case *redis.Ring:
-		return r == nil
-	}
-	return false
 }
 
 // Close releases every lease the Client still holds (bounded by a few seconds, after

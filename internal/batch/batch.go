@@ -98,7 +98,7 @@ var DefaultTransport = Lanes
 // answers calls from inFlight collectors. New(nil, 0) is a batcher that only answers
 // ErrStopped.
 func New(rdb redis.UniversalClient, inFlight int) *Batcher {
-	if DefaultTransport == AutoPipeline && !isNilClient(rdb) && inFlight > 0 {
+	if DefaultTransport == AutoPipeline && !IsNilClient(rdb) && inFlight > 0 {
 		if a := newAuto(rdb, inFlight); a != nil {
 			return &Batcher{a: a, l: a.lanes}
 		}
@@ -226,8 +226,8 @@ func (sn *seen) sha(s *redis.Script) (any, bool) {
 	return sha, loaded
 }
 
-// isNilClient reports a nil client, also a nil pointer in a non-nil interface.
-func isNilClient(rdb redis.UniversalClient) bool {
+// IsNilClient reports a nil client, also a nil pointer in a non-nil interface.
+func IsNilClient(rdb redis.UniversalClient) bool {
 	switch r := rdb.(type) {
 	case nil:
 		return true
