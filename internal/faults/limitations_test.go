@@ -26,6 +26,15 @@ var limitations = []Limitation{
 		Scenarios: []string{"clock-step"},
 	},
 	{
+		Title: "Replication",
+		Risk: "Redis replicates asynchronously. When Sentinel (or a Cluster) promotes a replica, the writes " +
+			"the old master took that had not reached it are gone: a lock just granted, and the last " +
+			"increments of its fencing counter, so a second holder can appear and a token can repeat.",
+		Do: "for locks that must survive a failover, use a quorum of independent masters (NewQuorum); " +
+			"with one replicated deployment, rely on fencing and keep the storage refusing tokens it has seen.",
+		Scenarios: []string{"failover-manual", "failover-kill"},
+	},
+	{
 		Title: "Fencing",
 		Risk: "A lease is a promise about time. A holder paused past its lease (GC, a frozen VM, SIGSTOP) " +
 			"does not know until it looks, and may write after another holder took over.",
