@@ -151,8 +151,7 @@ func TestUnlockFindsKeyTaken(t *testing.T) {
 }
 
 // wireCounter counts the round trips on the connections its Dialer makes: a run of writes
-// followed by a read is one. dlock's transport for a *redis.Client bypasses go-redis'
-// hooks but dials with Options.Dialer.
+// followed by a read is one, whatever go-redis does above the socket.
 type wireCounter struct{ roundTrips atomic.Int64 }
 
 func (w *wireCounter) dialer(opts *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -1,7 +1,8 @@
 // Package batch shares round trips between concurrent callers: every script call that
 // goroutines send to one Redis deployment while earlier calls are in flight goes out in the
-// next write. It also lets a caller stop waiting when its context ends, which go-redis
-// itself does not do for a server that accepted the connection and then stopped answering.
+// next write. It also lets a caller stop waiting at its deadline, and a round trip carries
+// its calls' deadline as its context, so that go-redis's redials and retries stop when
+// every caller of the round trip has stopped waiting.
 //
 // Every call goes through go-redis, so that the client's hooks (tracing,
 // metrics) and MaxRetries apply to it. Single calls (Send, TrySend) go out as go-redis

@@ -167,7 +167,7 @@ func (b *lanes) work(calls chan *Call) {
 	defer b.wg.Done()
 	batch := make([]*Call, 0, maxBatch)
 	rt := newRoundTrip()
-	defer rt.timer.Stop()
+	defer func() { rt.timer.Stop() }()
 	for {
 		// Stop takes precedence over queued calls: those are Stop's to fail.
 		select {
@@ -190,14 +190,15 @@ func (b *lanes) work(calls chan *Call) {
 				break fill
 			}
 		}
-		b.exec(rt, batch)
+		b.exec(&rt, batch)
 		clear(batch)
 	}
 }
 
 // exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
 // pipeline. Calls whose deadline has passed are answered without being sent.
-func (b *lanes) exec(rt *roundTrip, batch []*Call) {
+func (b *lanes) exec(rtp **roundTrip, batch []*Call) {
+	rt := *rtp
 	live, _ := dropExpired(batch, time.Now(), 0)
 	if len(live) == 0 {
 		return
@@ -205,7 +206,11 @@ func (b *lanes) exec(rt *roundTrip, batch []*Call) {
 	ctx := context.Background()
 	if d, ok := latestDeadline(live); ok {
 		ctx = rt.start(d)
-		defer rt.end()
+		defer func() {
+			if !rt.end() {
+				*rtp = newRoundTrip()
+			}
+		}()
 	}
 	switch len(live) {
 	case 1:

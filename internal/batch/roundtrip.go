@@ -29,17 +29,18 @@ func latestDeadline(calls []*Call) (latest time.Time, ok bool) {
 }
 
 // roundTrip is a lane's context for its round trips, reused from one to the next (a lane
-// runs one at a time): go-redis asks every command's context for Done, and a
-// context.WithDeadline per round trip cost five allocations, half again what a
-// Lock+Unlock otherwise makes. Its channel is closed only when a deadline passes during a
-// round trip, and then replaced for the next one.
+// runs one at a time) until a deadline passes during one: go-redis asks every command's
+// context for Done, and a context.WithDeadline per round trip cost five allocations, half
+// again what a Lock+Unlock otherwise makes. Once its deadline has closed Done it stays
+// ended, as a context must (contexts derived from it rely on that), and the lane takes a
+// new one.
 type roundTrip struct {
 	deadline atomic.Int64 // Unix nanoseconds: the deadline of the round trip under way
 	timer    *time.Timer  // runs expire at the deadline
 
 	mu     sync.Mutex
 	done   chan struct{} // guarded by mu
-	closed bool          // guarded by mu: done is closed
+	closed bool          // guarded by mu: done is closed, for good
 	active bool          // guarded by mu: a round trip is under way
 }
 
@@ -60,15 +61,14 @@ func (rt *roundTrip) start(d time.Time) context.Context {
 	return rt
 }
 
-// end ends the round trip, and makes a new channel if its deadline closed the old one.
-func (rt *roundTrip) end() {
+// end ends the round trip and reports whether rt can serve the next one: false once its
+// deadline has passed during one.
+func (rt *roundTrip) end() (reusable bool) {
 	rt.timer.Stop()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.active = false
-	if rt.closed {
-		rt.done, rt.closed = make(chan struct{}), false
-	}
+	return !rt.closed
 }
 
 // expire closes the channel if a round trip is under way and past its deadline: a timer

@@ -12,43 +12,57 @@ import (
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// TestRoundTripContext: a lane's reused context ends at its round trip's deadline, and a
-// timer that fires late, after the round trip or into the next, ends nothing.
+// TestRoundTripContext: a lane's reused context ends at its round trip's deadline and
+// then stays ended, as a context must; a timer that fires late, after the round trip or
+// into the next, ends nothing.
 func TestRoundTripContext(t *testing.T) {
 	rt := newRoundTrip()
 	defer rt.timer.Stop()
-	ctx := rt.start(time.Now().Add(20 * time.Millisecond))
+	ctx := rt.start(time.Now().Add(time.Hour))
+	rt.expire() // a timer of an earlier round trip, late
+	if ctx.Err() != nil {
+		t.Fatalf("Err = %v before the deadline", ctx.Err())
+	}
+	if !rt.end() {
+		t.Fatal("not reusable after a round trip that ended in time")
+	}
+	rt.expire() // late again, between round trips
+	if rt.Err() != nil {
+		t.Fatal("ended between round trips")
+	}
+
+	ctx = rt.start(time.Now().Add(20 * time.Millisecond))
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 20*time.Millisecond {
 		t.Fatalf("Deadline = %v, %v", d, ok)
-	}
-	select {
-	case <-ctx.Done():
-		t.Fatal("Done closed before the deadline")
-	default:
 	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("Done not closed 5s after the deadline")
 	}
+	if rt.end() {
+		t.Fatal("reusable after its deadline passed")
+	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("Err = %v after the deadline", ctx.Err())
+		t.Fatalf("Err = %v after the round trip that expired", ctx.Err())
 	}
-	rt.end()
-	ctx = rt.start(time.Now().Add(time.Hour))
-	rt.expire() // a timer of the last round trip, late
-	if ctx.Err() != nil {
-		t.Fatalf("Err = %v in a new round trip", ctx.Err())
-	}
-	select {
-	case <-ctx.Done():
-		t.Fatal("a new round trip starts ended")
-	default:
-	}
-	rt.end()
-	rt.expire() // late again, between round trips
-	if rt.Err() != nil {
-		t.Fatal("ended between round trips")
+}
+
+// TestRoundTripDerivedContexts: contexts derived from a lane's context (as go-redis and
+// hooks derive them) see it end at the deadline, and its end stays consistent after the
+// round trip: the context package panics on a parent whose Err goes back to nil.
+func TestRoundTripDerivedContexts(t *testing.T) {
+	for range 50 {
+		rt := newRoundTrip()
+		ctx := rt.start(time.Now().Add(time.Millisecond))
+		child, cancel := context.WithTimeout(ctx, time.Hour)
+		<-ctx.Done()
+		rt.end() // the round trip ends as soon as it fails, before the child hears of it
+		<-child.Done()
+		if !errors.Is(child.Err(), context.DeadlineExceeded) {
+			t.Fatalf("child Err = %v", child.Err())
+		}
+		cancel()
 	}
 }
 

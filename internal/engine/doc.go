@@ -7,8 +7,9 @@
 //	request (request.go) -> wait (wait.go) -> attempt (attempt.go) -> fan-out and verdict
 //	(votes.go) -> hold (hold.go, lease.go) -> renewal (renewal.go) -> release (hold.go)
 //
-// Each file owns one type, and that type's methods are in it: Target (target.go), request,
-// waiting (wait.go), votes, Hold, Lease, renewals, coordinator, localQueue, Client, Node.
+// Each file owns one type, and that type's methods are in it, with the small types only it
+// uses: Target (target.go), request, waiting (wait.go), votes, Hold, Lease, renewals,
+// coordinator, localQueue, Client, Node.
 //
 // Each kind of lock is a scheme (its scripts, mutex.go, fair.go, rw.go, semaphore.go) and
 // a policy (scheme.go): how its waiters are known in Redis and how the goroutines of one

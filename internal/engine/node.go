@@ -23,7 +23,7 @@ type Node struct {
 	// silentUntil (monoNow nanoseconds; 0: not silent) is set when a poll waited the
 	// whole per-node timeout for the node in vain, pushed on while the polls that did not
 	// wait for it end without its answer, and cleared by any reply from it, late ones too
-	// (see Client.hearLate). While it is silent, an attempt does not wait for it once the
+	// (see hearLate). While it is silent, an attempt does not wait for it once the
 	// other nodes have answered and show the lock held or split, nor does a waiter for
 	// its subscription: a hung or blackholed node would otherwise cost every contended
 	// attempt the per-node timeout, during which the contenders keep their shares of the

@@ -72,7 +72,7 @@ func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
 	if v.record(c.nodes, only, timeout) {
-		go c.hearLate(calls, only, v.unanswered(), timeout)
+		go hearLate(c.nodes, c.done, calls, only, v.unanswered(), timeout)
 	}
 	return v
 }
@@ -144,20 +144,20 @@ func (v *votes) errAt(node int) error {
 // the silence of the nodes they come from: a node that came back, or is merely slower
 // than the others, is waited for again. It runs only after a poll that left a silent
 // node unanswered, never on the path of an uncontended Lock.
-func (c *Client) hearLate(calls []batch.Call, only []int, pending int, timeout time.Duration) {
+func hearLate(nodes []*Node, closed <-chan struct{}, calls []batch.Call, only []int, pending int, timeout time.Duration) {
 	var replies chan *batch.Call
-	polled(c.nodes, only, func(i int) { replies = calls[i].Done })
+	polled(nodes, only, func(i int) { replies = calls[i].Done })
 	timer := time.NewTimer(silentPolls * timeout)
 	defer timer.Stop()
 	for ; pending > 0; pending-- {
 		select {
 		case call := <-replies:
 			if isReply(call.Err) {
-				c.nodes[call.Node].replied()
+				nodes[call.Node].replied()
 			}
 		case <-timer.C:
 			return
-		case <-c.done:
+		case <-closed:
 			return
 		}
 	}

@@ -249,7 +249,7 @@ func TestLateReplyEndsSilence(t *testing.T) {
 	calls[1].Err = errors.New("read tcp: i/o timeout")
 	replies <- &calls[1]
 	replies <- &calls[0]
-	c.hearLate(calls, nil, 2, time.Minute)
+	hearLate(c.nodes, c.done, calls, nil, 2, time.Minute)
 	if c.nodes[0].silent() {
 		t.Error("node 0 replied late and is still silent")
 	}
