@@ -68,9 +68,6 @@ func newAgent(cfg agentConfig) (*agent, error) {
 	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}}
 	for _, addr := range cfg.Nodes {
 		opts := clientOptions(addr)
-		if cfg.OnConnect {
-			opts.OnConnect = func(context.Context, *redis.Conn) error { return nil }
-		}
 		a.nodes = append(a.nodes, redis.NewClient(opts))
 	}
 	if sc := cfg.Sentinel; sc != nil {

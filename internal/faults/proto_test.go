@@ -14,10 +14,6 @@ type agentConfig struct {
 	Nodes    []string `json:"nodes"`              // the lock deployment: one address is New, more are NewQuorum
 	Store    string   `json:"store"`              // the fenced storage and the counters
 	Mutation string   `json:"mutation,omitempty"` // the property this agent breaks on purpose
-	// OnConnect gives the nodes' clients an OnConnect hook. It once moved dlock's scripts
-	// from a connection of its own onto go-redis pipelines; every call goes through
-	// go-redis now, and it changes nothing but the hook.
-	OnConnect bool `json:"onconnect,omitempty"`
 	// Sentinel, if set, is the lock deployment instead of Nodes: a go-redis failover
 	// client that finds the master through these Sentinels.
 	Sentinel *sentinelConfig `json:"sentinel,omitempty"`

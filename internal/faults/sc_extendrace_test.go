@@ -13,9 +13,8 @@ const (
 	raceLocks = 4
 )
 
-// extendRace: A holds 4 locks on one server, each with a Client of its own whose Redis
-// client has an OnConnect hook, so that dlock sends through go-redis pipelines: calls on
-// one lock's lane in order, a renewal on a pipeline of its own. Just as each lease's
+// extendRace: A holds 4 locks on one server, each with a Client of its own. dlock sends a
+// lock's calls on its lane in order, and a renewal on a go-redis pipeline of its own. Just as each lease's
 // renewal falls due, A calls Extend(300ms) and, while that is in flight, Extend(30ms):
 // the short Extend waits behind the long one on the lane while the renewal goes out. If
 // Redis ends up with the short TTL while the lease believes the renewal's, A's sampler
@@ -24,7 +23,7 @@ const (
 // keys behind A's back instead.
 func extendRace(r *run) {
 	d := deploy(r, 1)
-	a := spawn(r, agentConfig{Name: "A", Nodes: d.addrs(), Store: d.store.Addr, OnConnect: true})
+	a := spawn(r, agentConfig{Name: "A", Nodes: d.addrs(), Store: d.store.Addr})
 	b := d.spawn(r, "B", d.addrs())
 	a.send(command{Op: "extendrace", ID: "x", Name: "race", TTL: raceTTL, Short: raceShort, Wait: raceFor, N: raceLocks})
 	stop := make(chan struct{})

@@ -128,7 +128,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "extend-race",
-		fault:   "A holds 4 locks on one server (TTL 300ms, renewed every 100ms; dlock on go-redis pipelines, as with an OnConnect hook) and, as each renewal falls due, calls Extend(300ms) and, while it is in flight, Extend(30ms), for 5s; B tries a lock the moment A's lease diverges from Redis",
+		fault:   "A holds 4 locks on one server (TTL 300ms, renewed every 100ms, renewals on a go-redis pipeline of their own) and, as each renewal falls due, calls Extend(300ms) and, while it is in flight, Extend(30ms), for 5s; B tries a lock the moment A's lease diverges from Redis",
 		asserts: "a lease never believes in a key Redis no longer has; no second holder",
 		checks:  []string{chkBelief, chkExclusive},
 		runs:    1,
