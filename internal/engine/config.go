@@ -11,7 +11,8 @@ type ClientConfig struct {
 	Prefix      string
 	Logger      *slog.Logger
 	DriftFactor float64
-	Err         error // the first invalid option
+	Observers   []Observer // told of every event, in this order (observer.go)
+	Err         error      // the first invalid option
 }
 
 // DefaultClientConfig is the configuration before any option.

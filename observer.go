@@ -1,0 +1,229 @@
+package dlock
+
+import (
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
+)
+
+// An Observer is told what a Client's locks do, as it happens: every wait, attempt,
+// acquisition, hold that ended (and why), failed renewal, hand-off and silent quorum node.
+// Every field is optional; a nil field is never called, and with no Observer set the
+// Client allocates nothing more than without one. extra/prometheus and extra/otel are
+// Observers.
+//
+// Calls are synchronous, made on the goroutine doing the work (Lock, Unlock, the renewal
+// scheduler), in the order the events happen for one lease, and none is dropped. So an
+// Observer must not block and must be safe for concurrent use: the events of different
+// locks, and of different goroutines waiting on one, arrive concurrently. A renewal's
+// verdict is decided, and the lease updated or ended, before its events are sent.
+//
+// Re-entry (a Lock whose ctx carries a live lease of the lock) is not an acquisition and
+// sends no event.
+type Observer struct {
+	// WaitStarted is called when a Lock, TryLock or Acquire call begins, before its
+	// first attempt. Every WaitStarted is followed by exactly one WaitEnded.
+	WaitStarted func(WaitStart)
+	// Attempted is called after each attempt to take the lock in Redis, with its verdict.
+	Attempted func(Attempt)
+	// WaitEnded is called when a Lock, TryLock or Acquire call ends: acquired, refused
+	// (TryLock), or given up (ctx, Close, an error).
+	WaitEnded func(WaitEnd)
+	// HoldEnded is called once per acquisition, when its hold ends: released, or lost
+	// with the cause. A lost hold is reported at its deadline (ValidUntil) at the latest.
+	HoldEnded func(HoldEnd)
+	// Renewal is called when a renewal fails, and when a renewal succeeds after failures
+	// (Recovered). Successful renewals of a healthy lease send nothing.
+	Renewal func(Renewal)
+	// HandedOff is called when a lock passes to a waiter without its own attempt: from a
+	// goroutine of this process to the next one (Local), or by a release in Redis that
+	// granted it to this process's waiter.
+	HandedOff func(HandOff)
+	// NodeSilent is called when a node lets a request time out and is then treated as
+	// silent (not waited for once the others settle an attempt) until it answers again.
+	NodeSilent func(NodeSilence)
+}
+
+// WithObserver makes o receive the Client's events. Given more than once, every Observer
+// receives every event, in the order the options were given.
+func WithObserver(o Observer) Option {
+	return func(c *clientConfig) {
+		c.Observers = append(c.Observers, observerAdapter{o})
+	}
+}
+
+// The kinds an event's Kind names, besides KindMutex, KindFair and KindSemaphore.
+const (
+	KindRead  = "read"  // RWMutex.RLock: a read lease
+	KindWrite = "write" // RWMutex.Lock: the write lease
+)
+
+// WaitStart is the start of a Lock, TryLock or Acquire call.
+type WaitStart struct {
+	Name string // the lock's name
+	Kind string // KindMutex, KindFair, KindRead, KindWrite or KindSemaphore
+}
+
+// Verdict is what one attempt came to.
+type Verdict int
+
+const (
+	// VerdictAcquired: the lock was taken (on a quorum, by a majority, with time left).
+	VerdictAcquired Verdict = engine.VerdictAcquired
+	// VerdictHeld: another holder has it; the caller waits for its release.
+	VerdictHeld Verdict = engine.VerdictHeld
+	// VerdictSplit: on a quorum, contenders split the nodes and no one has a majority.
+	VerdictSplit Verdict = engine.VerdictSplit
+	// VerdictLate: a majority granted, but too late for any of the lease to be left.
+	VerdictLate Verdict = engine.VerdictLate
+	// VerdictFailed: nodes failed or did not answer, so there is no verdict (Err says why).
+	VerdictFailed Verdict = engine.VerdictFailed
+)
+
+// String returns "acquired", "held", "split", "late" or "failed".
+func (v Verdict) String() string {
+	switch v {
+	case VerdictAcquired:
+		return "acquired"
+	case VerdictHeld:
+		return "held"
+	case VerdictSplit:
+		return "split"
+	case VerdictLate:
+		return "late"
+	case VerdictFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Attempt is one attempt to take a lock in Redis.
+type Attempt struct {
+	Name     string
+	Kind     string
+	Verdict  Verdict
+	Duration time.Duration // from sending the request to the verdict
+	Err      error         // with VerdictFailed (or nodes that failed under another verdict): a *QuorumError or the node's error
+}
+
+// WaitEnd is the end of a Lock, TryLock or Acquire call.
+type WaitEnd struct {
+	Name     string
+	Kind     string
+	Waited   time.Duration // from the call to its end
+	Attempts int           // attempts made in Redis (0 when a hand-off or grant came first)
+	Token    uint64        // the fencing token, when acquired
+	// Err is nil when the lock was acquired; ErrNotAcquired when TryLock was refused;
+	// otherwise why it gave up (the ctx's error, ErrClosed, a node failure), as returned.
+	Err error
+}
+
+// LossCause is why a hold was lost.
+type LossCause int
+
+const (
+	// NotLost: the hold was released by Unlock (or by Close).
+	NotLost LossCause = engine.NotLost
+	// LossExpired: its deadline passed before a renewal succeeded (Redis could not be
+	// reached or answered too late, or the lease was not renewed).
+	LossExpired LossCause = engine.LossExpired
+	// LossTaken: Redis said the key no longer held the lease's token: it expired there,
+	// was deleted (FLUSHALL, ForceUnlock, a failover that lost it) or taken by another.
+	LossTaken LossCause = engine.LossTaken
+)
+
+// String returns "released", "expired" or "taken".
+func (c LossCause) String() string {
+	switch c {
+	case NotLost:
+		return "released"
+	case LossExpired:
+		return "expired"
+	case LossTaken:
+		return "taken"
+	}
+	return "unknown"
+}
+
+// HoldEnd is the end of a hold: one acquisition, from the moment Lock returned it (or it
+// was handed off) to its release or loss.
+type HoldEnd struct {
+	Name   string
+	Kind   string
+	Token  uint64
+	Held   time.Duration
+	Err    error     // ErrReleased or ErrLost, as Lease.Err
+	Cause  LossCause // NotLost when released
+	Reason string    // in words, as the lease's error says it
+}
+
+// Renewal is a renewal that failed, or the first success after failures.
+type Renewal struct {
+	Name      string
+	Kind      string
+	Token     uint64
+	Err       error         // why it failed; nil when Recovered
+	Recovered bool          // it succeeded after Failures failures
+	Failures  int           // consecutive failures so far (or before the recovery)
+	Left      time.Duration // time left until the deadline, after this renewal
+}
+
+// HandOff is a lock passed to a waiter of this process without the waiter's own attempt.
+type HandOff struct {
+	Name  string
+	Kind  string
+	Token uint64 // the new holder's fencing token
+	Local bool   // from a goroutine of this process (no round trip); false: granted by a release in Redis
+}
+
+// NodeSilence is a node that let a request time out.
+type NodeSilence struct {
+	Addr string // the node's address
+}
+
+// observerAdapter turns the engine's reports into the public events.
+type observerAdapter struct{ o Observer }
+
+var _ engine.Observer = observerAdapter{}
+
+func (a observerAdapter) WaitStarted(name, kind string) {
+	if f := a.o.WaitStarted; f != nil {
+		f(WaitStart{Name: name, Kind: kind})
+	}
+}
+
+func (a observerAdapter) Attempted(r engine.AttemptReport) {
+	if f := a.o.Attempted; f != nil {
+		f(Attempt{Name: r.Name, Kind: r.Kind, Verdict: Verdict(r.Verdict), Duration: r.Duration, Err: r.Err})
+	}
+}
+
+func (a observerAdapter) WaitEnded(r engine.WaitReport) {
+	if f := a.o.WaitEnded; f != nil {
+		f(WaitEnd{Name: r.Name, Kind: r.Kind, Waited: r.Waited, Attempts: r.Attempts, Token: r.Token, Err: r.Err})
+	}
+}
+
+func (a observerAdapter) HoldEnded(r engine.HoldReport) {
+	if f := a.o.HoldEnded; f != nil {
+		f(HoldEnd{Name: r.Name, Kind: r.Kind, Token: r.Token, Held: r.Held, Err: r.Err, Cause: LossCause(r.Cause), Reason: r.Reason})
+	}
+}
+
+func (a observerAdapter) Renewal(r engine.RenewalReport) {
+	if f := a.o.Renewal; f != nil {
+		f(Renewal{Name: r.Name, Kind: r.Kind, Token: r.Token, Err: r.Err, Recovered: r.Recovered, Failures: r.Failures, Left: r.Left})
+	}
+}
+
+func (a observerAdapter) HandedOff(r engine.HandOffReport) {
+	if f := a.o.HandedOff; f != nil {
+		f(HandOff{Name: r.Name, Kind: r.Kind, Token: r.Token, Local: r.Local})
+	}
+}
+
+func (a observerAdapter) NodeSilent(addr string) {
+	if f := a.o.NodeSilent; f != nil {
+		f(NodeSilence{Addr: addr})
+	}
+}
