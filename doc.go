@@ -18,6 +18,13 @@
 // writer, and Semaphore hands out at most a fixed number of permits; each acquisition of
 // any of them is a Lease with the same guarantees.
 //
+// TimestampMutex speaks the legacy SETNX + GETSET timestamp protocol, for a service that
+// joins a system whose other clients still lock that way. Its key holds a deadline on
+// the writer's wall clock, which every client compares with its own, so it trusts every
+// client's clock and has no owner token: it is unsafe (its documentation says how) and
+// is meant for the time until those clients move to a Mutex. What follows holds for the
+// other kinds; where TimestampMutex differs, its documentation says so.
+//
 // # What is guaranteed
 //
 // Exclusivity, in time: while a Mutex or FairMutex Lease is held, no other Lease of the
@@ -102,5 +109,6 @@
 // that never expires; while processes wait, also a list of them, {prefix+name}:turns, a
 // hash of their standing requests, {prefix+name}:asks; for a moment after a release, the
 // lock key may hold "turn:" and the id of the process it is promised to. All share one
-// Redis Cluster hash slot.
+// Redis Cluster hash slot. A TimestampMutex uses the same lock key and fencing counter; its
+// lock key holds the holder's deadline in unix milliseconds.
 package dlock

@@ -20,6 +20,10 @@ var (
 	ErrReleased = engine.ErrReleased
 	// ErrClosed is returned by every operation of a closed Client.
 	ErrClosed = engine.ErrClosed
+	// ErrNotTimestamp is wrapped by the error of a TimestampMutex whose key holds
+	// something that is not a unix-ms deadline (text, a number in seconds); the error
+	// quotes what it holds.
+	ErrNotTimestamp = engine.ErrNotTimestamp
 )
 
 // NodeError is one node's failure: an error reply, a connection that failed, or no answer

@@ -37,7 +37,9 @@ func (in *LockInfo) Held() bool { return len(in.Holders) > 0 }
 type Holder struct {
 	// Token is the holder's token as stored in Redis: 32 hex digits for dlock's holders.
 	// For a moment after a Mutex release it may be "turn:" and the id of the process whose
-	// turn it is. This is the ownership token, not the fencing token.
+	// turn it is. A TimestampMutex, which Inspect reports as a mutex, stores its holder's
+	// deadline in unix milliseconds instead. This is the ownership token, not the fencing
+	// token.
 	Token string
 	// Reader is set for a reader of an RWMutex; its writer has Reader unset.
 	Reader bool

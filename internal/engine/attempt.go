@@ -75,6 +75,9 @@ func attemptToken(r *request) (token any, claim bool) {
 	if t.policy.claim {
 		return r.waiter, true
 	}
+	if m, ok := t.scheme.(tokenMaker); ok {
+		return m.newToken(), false
+	}
 	return newToken(), false
 }
 

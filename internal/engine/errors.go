@@ -12,6 +12,9 @@ var (
 	ErrLost        = errors.New("dlock: lease lost")
 	ErrReleased    = errors.New("dlock: lease released")
 	ErrClosed      = errors.New("dlock: client closed")
+	// ErrNotTimestamp wraps the error of a TimestampMutex whose key holds something that
+	// is not a deadline (timestamp.go).
+	ErrNotTimestamp = errors.New("dlock: not a timestamp lock")
 )
 
 // advice is what to do about the errors whose cause is a setting or the data rather than
@@ -24,6 +27,7 @@ var advice = []struct {
 	{prefix("WRONGTYPE"), "the lock's key is used by something else: choose another name, or another prefix with WithPrefix"},
 	{prefix("NOPERM"), "the Redis user lacks a permission dlock needs: EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels"},
 	{prefix("ERR value is not an integer"), "the lock's fencing counter was overwritten with something else: delete it, or choose another name"},
+	{prefix(notStampPrefix), "a TimestampMutex's key holds its holder's deadline, unix milliseconds as a decimal integer: if another program uses the key for something else, choose another name or prefix"},
 }
 
 func prefix(p string) func(string) bool {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -32,6 +33,13 @@ type scheme interface {
 	policy() policy
 }
 
+// A tokenMaker is a scheme whose holders are not known by a fresh random token
+// (attemptToken): it makes the token of each attempt (TimestampMutex: the deadlines that
+// its hold writes).
+type tokenMaker interface {
+	newToken() any
+}
+
 // A policy is what the engine asks of a kind beyond its scripts: how its waiters are
 // known in Redis, how the goroutines of one process share the key, and whether a Lock may
 // join a hold its ctx carries. Each kind declares one, next to its scripts.
@@ -48,6 +56,10 @@ type policy struct {
 	reentrant bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
+	// recheck: a waiter asks again at least this often, after a back-off that starts at
+	// minBackoff, because holders of the kind may release without a word (TimestampMutex:
+	// the protocol's other clients DEL the key). 0 for kinds whose every release is heard.
+	recheck time.Duration
 }
 
 // coordination is how the goroutines of one process share a lock key.

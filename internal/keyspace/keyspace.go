@@ -9,7 +9,9 @@ import (
 
 // Keys are the Redis names of one lock.
 type Keys struct {
-	Lock    string // the lock itself; for a Mutex a plain string holding the holder's token
+	// Lock is the lock itself: for a Mutex a plain string holding the holder's token; for
+	// a TimestampMutex one holding the holder's deadline, decimal unix milliseconds.
+	Lock    string
 	Fence   string // the fencing counter; never expires
 	Channel string // where releases are published
 	Turns   string // Mutex: the processes waiting, oldest first

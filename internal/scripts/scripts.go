@@ -41,6 +41,14 @@ var (
 	inspect string
 	//go:embed force_unlock.lua
 	forceUnlock string
+	//go:embed stamp_acquire.lua
+	stampAcquire string
+	//go:embed stamp_extend.lua
+	stampExtend string
+	//go:embed stamp_release.lua
+	stampRelease string
+	//go:embed stamp_owned.lua
+	stampOwned string // the prelude of stamp_extend and stamp_release
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
@@ -59,4 +67,7 @@ var (
 	SemaphoreAcquire = redis.NewScript(refusal + semaphoreAcquire)
 	Inspect          = redis.NewScript(lockRead + inspect)
 	ForceUnlock      = redis.NewScript(lockRead + forceUnlock)
+	StampAcquire     = redis.NewScript(refusal + stampAcquire)
+	StampExtend      = redis.NewScript(stampOwned + stampExtend)
+	StampRelease     = redis.NewScript(stampOwned + stampRelease)
 )

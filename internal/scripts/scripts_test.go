@@ -139,6 +139,8 @@ var sources = map[string]string{
 	"member_release": memberRelease, "member_extend": memberExtend,
 	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire, "refusal": refusal,
 	"lock_read": lockRead, "inspect": inspect, "force_unlock": forceUnlock,
+	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
+	"stamp_owned": stampOwned,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -175,6 +177,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- refuse(left, holder) returns"}
 		case "lock_read":
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
+		case "stamp_owned":
+			header = []string{"-- owned(value, from) returns"}
 		}
 		for _, want := range header {
 			if !strings.Contains(src, want) {

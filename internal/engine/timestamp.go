@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/scripts"
+)
+
+// The legacy SETNX + GETSET timestamp protocol (stamp_acquire.lua has the recipe). Its key
+// holds the holder's deadline, in unix milliseconds by the holder's own clock, and every
+// client compares it with its own clock. So this kind, unlike every other, computes its
+// deadlines from the client's wall clock, not from Redis TIME: the protocol's other
+// clients cannot be made to read Redis's clock, and a deadline they cannot compare with
+// theirs would not exclude them.
+//
+// Choices, and why:
+//   - The check-and-set is one script (SETNX, GET, compare, and the GETSET step), so
+//     dlock's own clients never race each other in the GETSET step, and the fencing
+//     counter is raised with the acquisition. To the other clients the script is one
+//     SETNX or one GETSET that won: they cannot tell it from a client of the recipe.
+//   - The key also gets an expiry (PX) of the lease length, which the other clients do
+//     not set. It does not weaken exclusion: it runs out no sooner than the deadline by
+//     the holder's clock, after which the protocol lets anyone take the lock anyway. It
+//     removes the key of a holder that crashed (with no expiry it would stay until some
+//     client took it over), and it bounds what a dlock client whose clock runs fast can
+//     do: its deadline, far ahead by others' clocks, cannot keep them out past the lease
+//     length. A GETSET by another client drops the expiry, as the recipe expects.
+//   - Ownership is the value: a hold owns the key while the key holds a deadline the hold
+//     wrote (stamp). A deadline is not unique: another client whose clock and lease
+//     length make it write the very same number would pass for the holder, which could
+//     then renew or delete that client's lock. dlock's own writes never repeat the value
+//     they replace (a deadline taken over has passed, and the new one is in the future),
+//     so the holder a dlock client displaces always sees that it lost; nothing can make
+//     the other clients do the same.
+
+// notStampPrefix begins the error that stamp_acquire.lua returns for a key that holds
+// something that is not a deadline.
+const notStampPrefix = "NOTSTAMP"
+
+// stampRecheck bounds how long a TimestampMutex waiter goes without asking again: the
+// protocol's other clients release with a plain DEL and publish nothing, and a server need
+// not publish keyspace events. dlock's own releases and the holder's deadline wake the
+// waiter sooner.
+const stampRecheck = 100 * time.Millisecond
+
+// errTimestampQuorum is the error of a TimestampMutex on a quorum Client.
+var errTimestampQuorum = errors.New("dlock: TimestampMutex needs a single Redis deployment: the protocol's key holds a deadline and no owner token, so the votes of independent quorum nodes cannot be counted as one holder's; use a Mutex on a quorum (once every client of the key is dlock or a Redlock client), or a TimestampMutex on one deployment (standalone, Sentinel or Cluster)")
+
+// TimestampMutex is the engine of a TimestampMutex.
+type TimestampMutex struct {
+	t *Target
+}
+
+// NewTimestampMutex returns the engine of the TimestampMutex called name; cfgErr is an
+// invalid option. On a quorum Client every method returns an error.
+func NewTimestampMutex(c *Client, name string, cfg LockConfig, cfgErr error) *TimestampMutex {
+	t := newTarget(c, stampScheme{}, name, cfg, cfgErr)
+	if t.err == nil && len(c.nodes) > 1 {
+		t.err = errTimestampQuorum
+	}
+	return &TimestampMutex{t: t}
+}
+
+// Lock acquires the lock: one attempt if try is set. An error that says the key holds no
+// deadline also wraps ErrNotTimestamp.
+func (m *TimestampMutex) Lock(ctx context.Context, try bool) (*Lease, error) {
+	l, err := m.t.Lock(ctx, try)
+	if err != nil && redis.HasErrorPrefix(err, notStampPrefix) {
+		err = fmt.Errorf("%w: %w", ErrNotTimestamp, err)
+	}
+	return l, err
+}
+
+// stampScheme: a plain string key holding the holder's deadline (stamp_*.lua).
+type stampScheme struct{}
+
+func (stampScheme) kind() string { return "timestamp" }
+
+func (stampScheme) newToken() any { return new(stamp) }
+
+func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
+	now := time.Now()
+	deadline, _ := token.(*stamp).write(now, t.cfg.TTL)
+	call.Script = scripts.StampAcquire
+	call.Keys = []string{t.keys.Lock, t.keys.Fence}
+	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg}
+}
+
+func (stampScheme) release(t *Target, token any, publish string, call *batch.Call) {
+	call.Script = scripts.StampRelease
+	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
+	call.Args = append([]any{t.channelArg, publishArg(publish)}, token.(*stamp).owned(time.Now())...)
+}
+
+func (stampScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
+	length, _ := strconv.ParseInt(ttl, 10, 64) // ms() made it
+	deadline, owned := token.(*stamp).write(time.Now(), time.Duration(length)*time.Millisecond)
+	call.Script = scripts.StampExtend
+	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
+	call.Args = append([]any{deadline, ttl, extendMode(set)}, owned...)
+}
+
+func (stampScheme) leave(*Target, *request, *batch.Call) bool { return false }
+func (stampScheme) need(n int) int                            { return mutexScheme{}.need(n) }
+
+func (stampScheme) channels(t *Target, _ *request, n *Node) []notify.Channel {
+	return []notify.Channel{n.releaseChannel(t), n.keyspaceChannel(t.keys.Lock)}
+}
+
+func (stampScheme) policy() policy {
+	return policy{reentrant: true, coordinate: queueLocally, recheck: stampRecheck}
+}
+
+// stamp is the token of a TimestampMutex hold: the deadlines it has written to the key.
+// Renewals and Extends rewrite the deadline, and several may be in flight at once and
+// land in another order than they were sent (see Hold), so the hold owns the key while it
+// holds any deadline the hold may still find there: each is kept for twice the lease
+// length it was written with (a key that still held it by then would have expired, or the
+// hold would have been lost for want of a renewal), the newest always, and at most
+// maxStamps of them.
+type stamp struct {
+	mu      sync.Mutex
+	written []stamped // guarded by mu: oldest first
+}
+
+type stamped struct {
+	deadline any       // decimal unix ms, boxed once: the scripts take it as an argument
+	forget   time.Time // when it can no longer be in the key while the hold lives
+}
+
+// maxStamps bounds the deadlines a hold remembers, and so a renewal's arguments.
+const maxStamps = 32
+
+// write records the deadline ttl after now (on the wall clock) that the caller is about to
+// write, and returns it with the deadlines the key may hold before it lands.
+func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []any) {
+	value := ms(now.Add(ttl).UnixMilli())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owned = s.ownedLocked(now)
+	forget := now.Add(2 * ttl)
+	if n := len(s.written); n > 0 && s.written[n-1].deadline == any(value) {
+		if last := &s.written[n-1]; forget.After(last.forget) { // the same millisecond
+			last.forget = forget
+		}
+		return s.written[n-1].deadline, owned
+	}
+	if len(s.written) == maxStamps {
+		s.written = append(s.written[:0], s.written[1:]...)
+	}
+	s.written = append(s.written, stamped{deadline: value, forget: forget})
+	return value, owned
+}
+
+// owned returns the deadlines the key may hold, oldest first.
+func (s *stamp) owned(now time.Time) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ownedLocked(now)
+}
+
+// ownedLocked forgets the deadlines whose time has passed, except the newest, and returns
+// the rest. The caller holds mu.
+func (s *stamp) ownedLocked(now time.Time) []any {
+	keep := s.written[:0]
+	for i, w := range s.written {
+		if i == len(s.written)-1 || now.Before(w.forget) {
+			keep = append(keep, w)
+		}
+	}
+	s.written = keep
+	owned := make([]any, len(keep))
+	for i, w := range keep {
+		owned[i] = w.deadline
+	}
+	return owned
+}

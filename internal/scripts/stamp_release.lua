@@ -1,0 +1,20 @@
+-- stamp_release: compare-and-delete a TimestampMutex, and wake dlock's waiters.
+--
+-- KEYS[1]  lock key (see stamp_acquire.lua)
+-- ARGV[1]  the channel that dlock's waiters listen on
+-- ARGV[2]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster; empty to wake no
+--          one (undoing a failed attempt)
+-- ARGV[3..] the deadlines this hold has written and may still find in the key
+--          (stamp_owned.lua)
+--
+-- Reply: 1 released; 0 the key holds none of this hold's deadlines (expired, deleted,
+--   or taken), and is left as it is.
+-- Errors: WRONGTYPE when the lock key holds something other than a string.
+if not owned(redis.call('GET', KEYS[1]), 3) then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+if ARGV[2] ~= '' then
+	redis.call(ARGV[2], ARGV[1], 'released')
+end
+return 1

@@ -1,0 +1,588 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// legacyClient is a client of the SETNX + GETSET timestamp protocol written from the
+// recipe, as the other services of a system that locks this way run it: plain commands,
+// no scripts, deadlines from its own clock. skew is how far its clock is ahead of the
+// real one.
+type legacyClient struct {
+	rdb  *redis.Client
+	key  string
+	ttl  time.Duration
+	skew time.Duration
+}
+
+func (c legacyClient) now() int64 { return time.Now().Add(c.skew).UnixMilli() }
+
+// tryLock is one round of the recipe. It returns the deadline it wrote and whether it
+// holds the lock; a client that lost the GETSET race has written its deadline all the
+// same (lostRace).
+func (c legacyClient) tryLock(ctx context.Context) (deadline int64, ok, lostRace bool, err error) {
+	deadline = c.now() + c.ttl.Milliseconds()
+	if ok, err = c.rdb.SetNX(ctx, c.key, deadline, 0).Result(); err != nil || ok {
+		return deadline, ok, false, err
+	}
+	held, err := c.rdb.Get(ctx, c.key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, false, nil // released meanwhile: the next round takes it
+	}
+	if err != nil || held >= c.now() {
+		return 0, false, false, err // held: its deadline has not passed
+	}
+	return c.getSet(ctx)
+}
+
+// getSet is the recipe's GETSET step, for a client that found the deadline passed.
+func (c legacyClient) getSet(ctx context.Context) (deadline int64, ok, lostRace bool, err error) {
+	deadline = c.now() + c.ttl.Milliseconds()
+	// GETSET itself, as the recipe has it (go-redis deprecates its method for SET GET).
+	old, err := c.rdb.Do(ctx, "GETSET", c.key, deadline).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return deadline, true, false, nil // the key was free: no one else holds it
+	case err != nil:
+		return 0, false, false, err
+	case old < c.now():
+		return deadline, true, false, nil
+	}
+	return deadline, false, true, nil // someone took it first; its deadline is now ours
+}
+
+// lock runs rounds of the recipe until it holds the lock or ctx ends.
+func (c legacyClient) lock(ctx context.Context) (int64, error) {
+	for {
+		deadline, ok, _, err := c.tryLock(ctx)
+		if ok || err != nil {
+			return deadline, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// unlock is the recipe's release: DEL, but only while its own deadline has not passed.
+func (c legacyClient) unlock(ctx context.Context, deadline int64) error {
+	if c.now() < deadline {
+		return c.rdb.Del(ctx, c.key).Err()
+	}
+	return nil
+}
+
+// keyDeadline reads the deadline the key holds; 0 when there is no key.
+func keyDeadline(t *testing.T, rdb *redis.Client, key string) int64 {
+	t.Helper()
+	v, err := rdb.Get(context.Background(), key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+// TestTimestampMutexExactCounter: dlock TimestampMutexes of several clients and
+// goroutines of the reference client take turns incrementing a counter with a
+// non-atomic GET and SET: the count comes out exact, and no two holders ever overlap.
+func TestTimestampMutexExactCounter(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 90*time.Second)
+	const key, counter, rounds = "legacy-job", "legacy-job-count", 25
+	var inside, overlaps atomic.Int32
+	increment := func() error {
+		if inside.Add(1) != 1 {
+			overlaps.Add(1)
+		}
+		defer inside.Add(-1)
+		n, err := rdb.Get(ctx, counter).Int()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		time.Sleep(time.Millisecond) // widen the window a second holder would need
+		return rdb.Set(ctx, counter, n+1, 0).Err()
+	}
+
+	var wg sync.WaitGroup
+	var byDlock, byLegacy atomic.Int32
+	for range 3 {
+		c := newClient(t, rdb, dlock.WithPrefix(""))
+		for range 2 {
+			wg.Go(func() {
+				m := c.TimestampMutex(key, dlock.TTL(5*time.Second))
+				for range rounds {
+					if err := m.Do(ctx, func(context.Context) error { return increment() }); err != nil {
+						t.Errorf("dlock: %v", err)
+						return
+					}
+					byDlock.Add(1)
+				}
+			})
+		}
+	}
+	for range 4 {
+		wg.Go(func() {
+			c := legacyClient{rdb: rdb, key: key, ttl: 5 * time.Second}
+			for range rounds {
+				deadline, err := c.lock(ctx)
+				if err == nil {
+					err = increment()
+				}
+				if err == nil {
+					err = c.unlock(ctx, deadline)
+				}
+				if err != nil {
+					t.Errorf("reference client: %v", err)
+					return
+				}
+				byLegacy.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := rdb.Get(ctx, counter).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int(byDlock.Load() + byLegacy.Load()); got != want || want != 10*rounds {
+		t.Errorf("counter = %d after %d dlock and %d reference increments, want %d", got, byDlock.Load(), byLegacy.Load(), 10*rounds)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Errorf("%d times a holder entered while another was inside", n)
+	}
+	if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
+		t.Errorf("the lock key is left behind after every holder unlocked")
+	}
+}
+
+// TestTimestampMutexExcludesLegacyClients: a deadline the reference client wrote keeps a
+// dlock TimestampMutex out, and its DEL lets the waiter in promptly (the bounded
+// re-check; the TTL is 30s); a dlock holder keeps the reference client out, and its
+// Unlock lets it in.
+func TestTimestampMutexExcludesLegacyClients(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	legacy := legacyClient{rdb: rdb, key: "shared", ttl: 30 * time.Second}
+	m := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("shared")
+
+	deadline, err := legacy.lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryLock while the reference client holds: %v, want ErrNotAcquired", err)
+	}
+	got := acquiredAt(t, ctx, m.Lock)
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	if err := legacy.unlock(ctx, deadline); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		if at.IsZero() {
+			t.Fatal("Lock failed")
+		}
+		if wait := at.Sub(released); wait > time.Second {
+			t.Errorf("the waiter got the lock %v after the reference client's DEL, want well under its 30s TTL", wait)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock within 10s of the reference client's DEL")
+	}
+
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := keyDeadline(t, rdb, "shared"); v < time.Now().Add(29*time.Second).UnixMilli() {
+		t.Errorf("the key holds %d, want a unix-ms deadline about 30s ahead", v)
+	}
+	if _, ok, _, err := legacy.tryLock(ctx); ok || err != nil {
+		t.Fatalf("the reference client took the lock from a dlock holder (ok %v, err %v)", ok, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _, err := legacy.tryLock(ctx); !ok || err != nil {
+		t.Fatalf("the reference client did not get the lock after Unlock (ok %v, err %v)", ok, err)
+	}
+}
+
+// TestTimestampMutexWaitsForDeadline: a reference client that died holding the lock
+// (a deadline 500ms ahead, no expiry on the key) keeps a waiter out until its deadline
+// passes, and no longer.
+func TestTimestampMutexWaitsForDeadline(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	deadline := time.Now().Add(500 * time.Millisecond)
+	if err := rdb.Set(ctx, "crashed", deadline.UnixMilli(), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("crashed").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	if at := time.Now(); at.Before(deadline) || at.After(deadline.Add(5*time.Second)) {
+		t.Errorf("acquired %v after the dead holder's deadline, want within [0, 5s]", at.Sub(deadline))
+	}
+}
+
+// TestTimestampMutexRenews: a lease of 1s held for 2.5s stays held, its deadline moves
+// forward, and the reference client is kept out all along.
+func TestTimestampMutexRenews(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l, err := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("renewed", dlock.TTL(time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := keyDeadline(t, rdb, "renewed")
+	legacy := legacyClient{rdb: rdb, key: "renewed", ttl: time.Second}
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, ok, _, err := legacy.tryLock(ctx); ok || err != nil {
+			t.Fatalf("the reference client took a renewed lock (ok %v, err %v)", ok, err)
+		}
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease ended while renewed: %v", err)
+	}
+	if last := keyDeadline(t, rdb, "renewed"); last < first+1500 {
+		t.Errorf("deadline moved from %d to %d in 2.5s of renewals, want at least 1.5s later", first, last)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := keyDeadline(t, rdb, "renewed"); v != 0 {
+		t.Errorf("Unlock left the key holding %d", v)
+	}
+}
+
+// TestTimestampMutexExtend: Extend rewrites the deadline and the expiry, longer or
+// shorter; Close releases what the Client still holds.
+func TestTimestampMutexExtend(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	c := dlock.New(rdb, dlock.WithPrefix(""))
+	l, err := c.TimestampMutex("ext").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{time.Minute, 2 * time.Second} {
+		start := time.Now()
+		if err := l.Extend(ctx, ttl); err != nil {
+			t.Fatalf("Extend(%v): %v", ttl, err)
+		}
+		v, pttl := keyDeadline(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val()
+		if v < start.Add(ttl).UnixMilli() || v > time.Now().Add(ttl).UnixMilli() || pttl > ttl || pttl < ttl-time.Second {
+			t.Errorf("after Extend(%v): deadline %v ahead, expiry %v; want both %v", ttl, time.Until(time.UnixMilli(v)), pttl, ttl)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Err() != dlock.ErrReleased || keyDeadline(t, rdb, "ext") != 0 {
+		t.Errorf("after Close: lease %v, key %d; want released and gone", l.Err(), keyDeadline(t, rdb, "ext"))
+	}
+}
+
+// TestTimestampMutexReleasesOnlyItsOwn: once another client's deadline is in the key,
+// Unlock deletes nothing and says the lease was not held.
+func TestTimestampMutexReleasesOnlyItsOwn(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l, err := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("own").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := time.Now().Add(time.Minute).UnixMilli()
+	if err := rdb.Set(ctx, "own", other, 0).Err(); err != nil { // what another client's GETSET leaves
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("Unlock of a key that holds another's deadline: %v, want ErrNotHeld", err)
+	}
+	if l.Err() != dlock.ErrLost {
+		t.Errorf("lease Err = %v, want ErrLost", l.Err())
+	}
+	if v := keyDeadline(t, rdb, "own"); v != other {
+		t.Errorf("the key holds %d after Unlock, want the other client's %d untouched", v, other)
+	}
+}
+
+// TestTimestampMutexClockSkew shows the protocol's unsafety that TimestampMutex documents:
+// a reference client whose clock is ahead by more than the TTL takes the lock from a live
+// dlock holder at once. The dlock lease learns it at its next renewal, and leaves the
+// other client's deadline alone.
+func TestTimestampMutexClockSkew(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const ttl = 600 * time.Millisecond
+	l, err := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("skewed", dlock.TTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := legacyClient{rdb: rdb, key: "skewed", ttl: 10 * time.Second, skew: 2 * ttl}
+	deadline, ok, _, err := fast.tryLock(ctx)
+	if err != nil || !ok {
+		t.Fatalf("a client with its clock %v ahead did not take the lock from a live holder (ok %v, err %v): the unsafety TimestampMutex documents is not shown", fast.skew, ok, err)
+	}
+	taken := time.Now()
+	if l.Err() != nil {
+		t.Fatalf("the dlock lease ended before it could know: %v", l.Err())
+	}
+	waitClosed(t, l.Done(), 5*time.Second, "the lease learning of the takeover")
+	if l.Err() != dlock.ErrLost {
+		t.Errorf("lease Err = %v, want ErrLost", l.Err())
+	}
+	if d := time.Since(taken); d > ttl+time.Second {
+		t.Errorf("the lease learned of the takeover after %v, want by its next renewal (TTL/3 = %v, plus slack)", d, ttl/3)
+	}
+	if v := keyDeadline(t, rdb, "skewed"); v != deadline {
+		t.Errorf("the key holds %d, want the fast client's deadline %d", v, deadline)
+	}
+}
+
+// TestTimestampMutexGetSetRace shows the GETSET race that TimestampMutex documents: a
+// reference client that saw a passed deadline, and lost the lock to dlock before its
+// GETSET, still overwrites dlock's deadline with its own; the dlock lease is lost at its
+// next renewal.
+func TestTimestampMutexGetSetRace(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	if err := rdb.Set(ctx, "race", time.Now().Add(-time.Second).UnixMilli(), 0).Err(); err != nil {
+		t.Fatal(err) // a passed deadline, which both clients see
+	}
+	l, err := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("race", dlock.TTL(600*time.Millisecond)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loser := legacyClient{rdb: rdb, key: "race", ttl: 10 * time.Second}
+	deadline, ok, lost, err := loser.getSet(ctx) // it read the passed deadline before dlock's Lock
+	if err != nil || ok || !lost {
+		t.Fatalf("the reference client's GETSET: ok %v, lost the race %v, err %v; want it to lose the race", ok, lost, err)
+	}
+	if v := keyDeadline(t, rdb, "race"); v != deadline {
+		t.Fatalf("the key holds %d, want the loser's deadline %d", v, deadline)
+	}
+	waitClosed(t, l.Done(), 5*time.Second, "the lease learning that its deadline was overwritten")
+	if l.Err() != dlock.ErrLost {
+		t.Errorf("lease Err = %v, want ErrLost", l.Err())
+	}
+}
+
+// TestTimestampMutexKeys: under the default prefix the key is the prefix and the name,
+// holding the deadline; the fencing counter is its companion and grows with each
+// acquisition; Inspect reports the lock as a mutex held by its deadline.
+func TestTimestampMutexKeys(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	c := newClient(t, rdb)
+	m := c.TimestampMutex("job")
+	var last uint64
+	for i := range 3 {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rdb.Get(ctx, "dlock:job").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := strconv.ParseInt(v, 10, 64); err != nil || d < time.Now().Add(29*time.Second).UnixMilli() {
+			t.Errorf("dlock:job holds %q, want a unix-ms deadline 30s ahead", v)
+		}
+		if pttl := rdb.PTTL(ctx, "dlock:job").Val(); pttl <= 0 || pttl > dlock.DefaultTTL {
+			t.Errorf("dlock:job expires in %v, want within the TTL: the safety net of a crashed holder", pttl)
+		}
+		if fence, _ := rdb.Get(ctx, "{dlock:job}:fence").Uint64(); fence != l.Token() || l.Token() <= last {
+			t.Errorf("acquisition %d: token %d, counter %d, previous token %d", i, l.Token(), fence, last)
+		}
+		last = l.Token()
+		if i == 2 {
+			in, err := c.Inspect(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Kind != dlock.KindMutex || len(in.Holders) != 1 || in.Holders[0].Token != v {
+				t.Errorf("Inspect: kind %q, holders %+v; want a mutex held by %q", in.Kind, in.Holders, v)
+			}
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTimestampMutexWaitersQueueLocally: goroutines of one process that wait for a key a
+// reference client holds queue locally, and only the first re-checks Redis; the
+// reference client's DEL lets them all through in turn.
+func TestTimestampMutexWaitersQueueLocally(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	legacy := legacyClient{rdb: rdb, key: "queued", ttl: 30 * time.Second}
+	deadline, err := legacy.lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newClient(t, rdb, dlock.WithPrefix("")).TimestampMutex("queued")
+	const waiters = 8
+	var wg sync.WaitGroup
+	for range waiters {
+		wg.Go(func() {
+			if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // all queued
+	before := scriptCalls(t, rdb)
+	time.Sleep(time.Second)
+	// One waiter re-checking at most every 100ms (after a back-off from 5ms) makes about
+	// 15 calls in a second; each waiter on its own would make eight times that.
+	if calls := scriptCalls(t, rdb) - before; calls > 40 {
+		t.Errorf("%d waiters of one process ran %d scripts in 1s, want about one waiter's re-checks (~15)", waiters, calls)
+	}
+	if err := legacy.unlock(ctx, deadline); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
+
+// TestTimestampMutexReentry: a Lock with a lease's context re-enters; TryLock of another
+// caller of the same process is refused while it is held.
+func TestTimestampMutexReentry(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	m := newClient(t, rdb).TimestampMutex("re")
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := m.Lock(l.Context())
+	if err != nil || in.Token() != l.Token() {
+		t.Fatalf("re-entry: %v, token %v, want the outer token %d", err, in, l.Token())
+	}
+	if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Errorf("TryLock while held: %v, want ErrNotAcquired", err)
+	}
+	_ = in.Unlock(ctx)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimestampMutexBadInput: a key that holds no unix-ms deadline, or another type, is
+// an error that says what it holds and is left alone, promptly, whether trying or
+// waiting; a quorum, an empty name and a short TTL are refused with the reason.
+func TestTimestampMutexBadInput(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c := newClient(t, rdb, dlock.WithPrefix(""))
+	for _, tc := range []struct {
+		name  string
+		value func(key string) error
+		is    error
+		want  []string
+	}{
+		{"text", func(k string) error { return rdb.Set(ctx, k, "hello", 0).Err() }, dlock.ErrNotTimestamp, []string{`"hello"`, "not a unix-ms deadline"}},
+		{"seconds", func(k string) error { return rdb.Set(ctx, k, time.Now().Unix()+30, 0).Err() }, dlock.ErrNotTimestamp, []string{"looks like unix seconds"}},
+		{"fraction", func(k string) error { return rdb.Set(ctx, k, "1700000000000.5", 0).Err() }, dlock.ErrNotTimestamp, []string{`"1700000000000.5"`}},
+		{"binary", func(k string) error { return rdb.Set(ctx, k, "a\r\nb"+strings.Repeat("x", 60), 0).Err() }, dlock.ErrNotTimestamp, []string{`"a??bxxx`, `..."`}},
+		{"hash", func(k string) error { return rdb.HSet(ctx, k, "f", "v").Err() }, nil, []string{"WRONGTYPE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "bad-" + tc.name
+			if err := tc.value(key); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := rdb.Dump(ctx, key).Result()
+			for op, lock := range map[string]func(context.Context) (*dlock.Lease, error){
+				"TryLock": c.TimestampMutex(key).TryLock, "Lock": c.TimestampMutex(key).Lock,
+			} {
+				start := time.Now()
+				_, err := lock(ctx)
+				if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
+					t.Fatalf("%s: %v, want an error wrapping %v", op, err, tc.is)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: %q does not say %q", op, err, w)
+					}
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Errorf("%s took %v to refuse, want at once", op, d)
+				}
+			}
+			if after, _ := rdb.Dump(ctx, key).Result(); after != before {
+				t.Errorf("the key changed")
+			}
+		})
+	}
+
+	// Refused before any request: the nodes need not be there.
+	var nodes []redis.UniversalClient
+	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	q, err := dlock.NewQuorum(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"quorum", func() error { _, err := q.TimestampMutex("x").Lock(ctx); return err }, "no owner token"},
+		{"quorum try", func() error { _, err := q.TimestampMutex("x").TryLock(ctx); return err }, "single Redis deployment"},
+		{"empty name", func() error { _, err := c.TimestampMutex("").Lock(ctx); return err }, "empty lock name"},
+		{"TTL below 10ms", func() error { _, err := c.TimestampMutex("x", dlock.TTL(5*time.Millisecond)).TryLock(ctx); return err }, "at least 10ms"},
+		{"Do with bad name", func() error { return c.TimestampMutex("").Do(ctx, func(context.Context) error { return nil }) }, "empty lock name"},
+	} {
+		if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error that says %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTimestampMutexCluster: on a Redis Cluster the lock key and its fencing counter share
+// a slot, and an Unlock wakes a waiter of another client (sharded pub/sub).
+func TestTimestampMutexCluster(t *testing.T) {
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	a, b := newClient(t, rdb), newClient(t, rdb)
+	l, err := a.TimestampMutex("cl").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := acquiredAt(t, ctx, b.TimestampMutex("cl").Lock)
+	time.Sleep(200 * time.Millisecond)
+	released := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at := <-got; at.IsZero() || at.Sub(released) > 2*time.Second {
+		t.Errorf("the waiter got the lock %v after Unlock, want promptly", at.Sub(released))
+	}
+}
