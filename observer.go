@@ -1,6 +1,7 @@
 package dlock
 
 import (
+	"context"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/engine"
@@ -68,12 +69,15 @@ func WithObserver(o Observer) Option {
 const (
 	KindRead  = "read"  // RWMutex.RLock: a read lease
 	KindWrite = "write" // RWMutex.Lock: the write lease
+	// KindTimestamp is a TimestampMutex's (Inspect reports its key as a KindMutex).
+	KindTimestamp = "timestamp"
 )
 
 // WaitStart is the start of a Lock, TryLock or Acquire call.
 type WaitStart struct {
-	Name string // the lock's name
-	Kind string // KindMutex, KindFair, KindRead, KindWrite or KindSemaphore
+	Context context.Context // the ctx given to the call: its values (a trace span, say) belong to the wait
+	Name    string          // the lock's name
+	Kind    string          // KindMutex, KindFair, KindRead, KindWrite or KindSemaphore
 }
 
 // Verdict is what one attempt came to.
@@ -111,6 +115,7 @@ func (v Verdict) String() string {
 
 // Attempt is one attempt to take a lock in Redis.
 type Attempt struct {
+	Context  context.Context // the ctx given to the Lock, TryLock or Acquire call that made the attempt
 	Name     string
 	Kind     string
 	Verdict  Verdict
@@ -120,6 +125,7 @@ type Attempt struct {
 
 // WaitEnd is the end of a Lock, TryLock or Acquire call.
 type WaitEnd struct {
+	Context  context.Context // the ctx given to the call, as in its WaitStart
 	Name     string
 	Kind     string
 	Waited   time.Duration // from the call to its end
@@ -160,13 +166,14 @@ func (c LossCause) String() string {
 
 // HoldEnd is the end of a hold: one acquisition, to its release or loss.
 type HoldEnd struct {
-	Name   string
-	Kind   string
-	Token  uint64
-	Held   time.Duration // from the acquisition (the attempt's verdict, the hand-off or the grant) to the end
-	Err    error         // ErrReleased or ErrLost, as Lease.Err
-	Cause  LossCause     // NotLost when released
-	Reason string        // in words, as the lease's error says it
+	Context context.Context // the lease's Context (the values of the ctx given to Lock), already cancelled
+	Name    string
+	Kind    string
+	Token   uint64
+	Held    time.Duration // from the acquisition (the attempt's verdict, the hand-off or the grant) to the end
+	Err     error         // ErrReleased or ErrLost, as Lease.Err
+	Cause   LossCause     // NotLost when released
+	Reason  string        // in words, as the lease's error says it
 }
 
 // Renewal is a renewal that failed, or the first success after failures.
@@ -198,27 +205,27 @@ type observerAdapter struct{ o Observer }
 
 var _ engine.Observer = observerAdapter{}
 
-func (a observerAdapter) WaitStarted(name, kind string) {
+func (a observerAdapter) WaitStarted(ctx context.Context, name, kind string) {
 	if f := a.o.WaitStarted; f != nil {
-		f(WaitStart{Name: name, Kind: kind})
+		f(WaitStart{Context: ctx, Name: name, Kind: kind})
 	}
 }
 
 func (a observerAdapter) Attempted(r engine.AttemptReport) {
 	if f := a.o.Attempted; f != nil {
-		f(Attempt{Name: r.Name, Kind: r.Kind, Verdict: Verdict(r.Verdict), Duration: r.Duration, Err: r.Err})
+		f(Attempt{Context: r.Ctx, Name: r.Name, Kind: r.Kind, Verdict: Verdict(r.Verdict), Duration: r.Duration, Err: r.Err})
 	}
 }
 
 func (a observerAdapter) WaitEnded(r engine.WaitReport) {
 	if f := a.o.WaitEnded; f != nil {
-		f(WaitEnd{Name: r.Name, Kind: r.Kind, Waited: r.Waited, Attempts: r.Attempts, Token: r.Token, Err: r.Err})
+		f(WaitEnd{Context: r.Ctx, Name: r.Name, Kind: r.Kind, Waited: r.Waited, Attempts: r.Attempts, Token: r.Token, Err: r.Err})
 	}
 }
 
 func (a observerAdapter) HoldEnded(r engine.HoldReport) {
 	if f := a.o.HoldEnded; f != nil {
-		f(HoldEnd{Name: r.Name, Kind: r.Kind, Token: r.Token, Held: r.Held, Err: r.Err, Cause: LossCause(r.Cause), Reason: r.Reason})
+		f(HoldEnd{Context: r.Ctx, Name: r.Name, Kind: r.Kind, Token: r.Token, Held: r.Held, Err: r.Err, Cause: LossCause(r.Cause), Reason: r.Reason})
 	}
 }
 

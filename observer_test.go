@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -646,7 +647,7 @@ func TestEveryObserverSeesEveryEvent(t *testing.T) {
 		t.Fatalf("%d and %d events, want 21 each", len(a), len(b))
 	}
 	for i := range a {
-		if fmt.Sprintf("%+v", a[i].e) != fmt.Sprintf("%+v", b[i].e) {
+		if !reflect.DeepEqual(a[i].e, b[i].e) { // the same values: the same ctx, error and durations
 			t.Fatalf("event %d: %+v and %+v", i, a[i].e, b[i].e)
 		}
 	}

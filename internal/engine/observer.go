@@ -21,7 +21,7 @@ import (
 // first (the events of a hold that happen before its Lock call has returned wait for it),
 // then its renewals, then its end.
 type Observer interface {
-	WaitStarted(name, kind string)
+	WaitStarted(ctx context.Context, name, kind string)
 	Attempted(AttemptReport)
 	WaitEnded(WaitReport)
 	HoldEnded(HoldReport)
@@ -48,6 +48,7 @@ const (
 
 // AttemptReport is one attempt and its verdict (dlock.Attempt).
 type AttemptReport struct {
+	Ctx        context.Context
 	Name, Kind string
 	Verdict    int
 	Duration   time.Duration
@@ -56,6 +57,7 @@ type AttemptReport struct {
 
 // WaitReport is the end of a Lock, TryLock or Acquire call (dlock.WaitEnd).
 type WaitReport struct {
+	Ctx        context.Context
 	Name, Kind string
 	Waited     time.Duration
 	Attempts   int
@@ -65,6 +67,7 @@ type WaitReport struct {
 
 // HoldReport is the end of a hold (dlock.HoldEnd).
 type HoldReport struct {
+	Ctx        context.Context
 	Name, Kind string
 	Token      uint64
 	Held       time.Duration
@@ -105,11 +108,11 @@ func (r *request) observedLock(ctx context.Context) (*Lease, error) {
 	t, c := r.t, r.t.c
 	name, kind := t.name, t.scheme.kind()
 	for _, o := range c.cfg.Observers {
-		o.WaitStarted(name, kind)
+		o.WaitStarted(ctx, name, kind)
 	}
 	start := time.Now()
 	lease, err := r.acquire(ctx)
-	rep := WaitReport{Name: name, Kind: kind, Waited: time.Since(start), Attempts: r.attempts, Err: err}
+	rep := WaitReport{Ctx: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: r.attempts, Err: err}
 	if lease == nil {
 		for _, o := range c.cfg.Observers {
 			o.WaitEnded(rep)
@@ -123,13 +126,13 @@ func (r *request) observedLock(ctx context.Context) (*Lease, error) {
 
 // attempted counts the attempt a, judged vd from the votes v, tells the observers, and
 // returns a.
-func (r *request) attempted(a attempt, v *votes, vd verdict) attempt {
+func (r *request) attempted(lockCtx context.Context, a attempt, v *votes, vd verdict) attempt {
 	r.attempts++
 	c := r.t.c
 	if !c.observed() {
 		return a
 	}
-	rep := AttemptReport{Name: r.t.name, Kind: r.t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
+	rep := AttemptReport{Ctx: lockCtx, Name: r.t.name, Kind: r.t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
 	if rep.Err == nil {
 		rep.Err = nodeTrouble(c, v, r.t.name, r.t.scheme.need(len(c.nodes)))
 	}
@@ -243,7 +246,7 @@ func (h *Hold) reportEnd(err error, reason string) {
 	case err == ErrLost:
 		cause = LossTaken
 	}
-	rep := HoldReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
+	rep := HoldReport{Ctx: h.ctx, Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.endLocked(h.c.cfg.Observers, rep)
