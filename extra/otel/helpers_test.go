@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/seed51c676c8/dlock"
 	dlockotel "github.com/seed51c676c8/dlock/extra/otel"
 )
 
@@ -143,3 +145,17 @@ func eventually(within time.Duration, cond func() bool) bool {
 }
 
 func kv(key, value string) attribute.KeyValue { return attribute.String(key, value) }
+
+// holdEnds counts the HoldEnded events of a Client. Given to it after the Telemetry's
+// observer, it hears of each end once the Telemetry has recorded it: observers are called
+// in the order they were given.
+type holdEnds struct{ n atomic.Int64 }
+
+func (h *holdEnds) observer() dlock.Option {
+	return dlock.WithObserver(dlock.Observer{HoldEnded: func(dlock.HoldEnd) { h.n.Add(1) }})
+}
+
+// await waits until n holds have ended, up to within; it reports whether they had.
+func (h *holdEnds) await(n int64, within time.Duration) bool {
+	return eventually(within, func() bool { return h.n.Load() >= n })
+}

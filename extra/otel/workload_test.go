@@ -101,8 +101,9 @@ func TestTelemetryCountsTheWorkload(t *testing.T) {
 		t.Run(k.kind, func(t *testing.T) {
 			srv := dlocktest.Start(t)
 			r := newRig(t)
-			client := srv.NewClient(dlock.WithObserver(r.tel.Observer()))
-			tokens := runWorkload(t, k, client, srv)
+			var ends holdEnds
+			client := srv.NewClient(dlock.WithObserver(r.tel.Observer()), ends.observer())
+			tokens := runWorkload(t, k, client, srv, &ends)
 
 			m := r.metrics(t)
 			lockAttr := kv("dlock.lock.kind", k.kind)
@@ -132,19 +133,26 @@ func TestTelemetryCountsTheWorkload(t *testing.T) {
 	}
 }
 
-// runWorkload makes the acquisitions, refusals and losses on client and returns the
-// fencing token of each acquisition, with whether it was lost.
-func runWorkload(t *testing.T, k kind, client *dlock.Client, srv *dlocktest.RedisServer) map[uint64]bool {
+// acquisition names one acquisition: a fencing token is new at each acquisition of a name.
+type acquisition struct {
+	name  string
+	token uint64
+}
+
+// runWorkload makes the acquisitions, refusals and losses on client and returns each
+// acquisition, with whether it was lost. It returns once every hold's end has been
+// reported (ends).
+func runWorkload(t *testing.T, k kind, client *dlock.Client, srv *dlocktest.RedisServer, ends *holdEnds) map[acquisition]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tokens := map[uint64]bool{}
+	tokens := map[acquisition]bool{}
 	for i := range released {
 		lease, err := k.lock(ctx, client, "work", i%2 == 1) // Lock and TryLock alike
 		if err != nil {
 			t.Fatalf("acquisition %d: %v", i, err)
 		}
-		tokens[lease.Token()] = false
+		tokens[acquisition{lease.Name(), lease.Token()}] = false
 		if err := lease.Unlock(ctx); err != nil {
 			t.Fatalf("unlock %d: %v", i, err)
 		}
@@ -167,19 +175,25 @@ func runWorkload(t *testing.T, k kind, client *dlock.Client, srv *dlocktest.Redi
 		if err != nil {
 			t.Fatalf("acquisition %d to lose: %v", i, err)
 		}
-		tokens[lease.Token()] = true
+		tokens[acquisition{lease.Name(), lease.Token()}] = true
 		leases = append(leases, lease)
 	}
 	srv.Flush()
 	for _, lease := range leases {
 		dlocktest.AssertLost(t, lease, 5*time.Second)
 	}
+	// The end of a hold is reported after its Done closes, by ValidUntil at the latest;
+	// the slack is for a loaded machine's scheduler.
+	last := leases[len(leases)-1].ValidUntil()
+	if !ends.await(released+lost, time.Until(last)+2*time.Second) {
+		t.Fatalf("%d holds' ends reported two seconds after the last lost lease's ValidUntil, want %d", ends.n.Load(), released+lost)
+	}
 	return tokens
 }
 
 // checkSpans checks the spans of the workload: one per call, with its outcome, verdict
 // and token; one per hold, linked to its call's span.
-func checkSpans(t *testing.T, spans tracetest.SpanStubs, kind string, tokens map[uint64]bool) {
+func checkSpans(t *testing.T, spans tracetest.SpanStubs, kind string, tokens map[acquisition]bool) {
 	t.Helper()
 	calls := map[string]tracetest.SpanStub{} // the acquiring calls' spans by span ID
 	outcomes := map[string]int{}
@@ -226,32 +240,35 @@ func checkSpans(t *testing.T, spans tracetest.SpanStubs, kind string, tokens map
 
 // checkHoldSpan checks a hold's span: its token is an acquisition's, its end says
 // whether it was lost, and its one link is to the span of the call that acquired it.
-func checkHoldSpan(t *testing.T, s tracetest.SpanStub, calls map[string]tracetest.SpanStub, tokens map[uint64]bool) {
+func checkHoldSpan(t *testing.T, s tracetest.SpanStub, calls map[string]tracetest.SpanStub, tokens map[acquisition]bool) {
 	t.Helper()
 	tok, _ := attr(s, "dlock.token")
+	name, _ := attr(s, "dlock.lock.name")
 	token := uint64(tok.AsInt64())
-	wasLost, ok := tokens[token]
+	wasLost, ok := tokens[acquisition{name.AsString(), token}]
 	if !ok {
-		t.Errorf("hold span %q has token %d, which no acquisition returned", s.Name, token)
+		t.Errorf("hold span %q has name %q and token %d, which no acquisition returned", s.Name, name.AsString(), token)
 		return
 	}
 	end, _ := attr(s, "dlock.hold.end")
 	switch {
 	case wasLost && (end.AsString() != "taken" || s.Status.Code != codes.Error):
-		t.Errorf("hold %d, lost to FLUSHALL, has end %q and status %v, want taken and Error", token, end.AsString(), s.Status.Code)
+		t.Errorf("hold %q %d, lost to FLUSHALL, has end %q and status %v, want taken and Error", name.AsString(), token, end.AsString(), s.Status.Code)
 	case !wasLost && (end.AsString() != "released" || s.Status.Code == codes.Error):
-		t.Errorf("hold %d, released, has end %q and status %v, want released and not Error", token, end.AsString(), s.Status.Code)
+		t.Errorf("hold %q %d, released, has end %q and status %v, want released and not Error", name.AsString(), token, end.AsString(), s.Status.Code)
 	}
 	if len(s.Links) != 1 {
-		t.Errorf("hold %d has %d links, want 1 (to its call's span)", token, len(s.Links))
+		t.Errorf("hold %q %d has %d links, want 1 (to its call's span)", name.AsString(), token, len(s.Links))
 		return
 	}
 	call, ok := calls[s.Links[0].SpanContext.SpanID().String()]
 	if !ok {
-		t.Errorf("hold %d is linked to a span that is no acquiring call's", token)
+		t.Errorf("hold %q %d is linked to a span that is no acquiring call's", name.AsString(), token)
 		return
 	}
-	if ct, _ := attr(call, "dlock.token"); ct.AsInt64() != tok.AsInt64() {
-		t.Errorf("hold %d is linked to the call that acquired token %d", token, ct.AsInt64())
+	ct, _ := attr(call, "dlock.token")
+	cn, _ := attr(call, "dlock.lock.name")
+	if ct.AsInt64() != tok.AsInt64() || cn.AsString() != name.AsString() {
+		t.Errorf("hold %q %d is linked to the call that acquired %q %d", name.AsString(), token, cn.AsString(), ct.AsInt64())
 	}
 }
