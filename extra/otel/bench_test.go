@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -68,4 +69,47 @@ func observe(b *testing.B, opts ...dlockotel.Option) []dlock.Option {
 		b.Fatal(err)
 	}
 	return []dlock.Option{dlock.WithObserver(tel.Observer())}
+}
+
+// BenchmarkObserverEvents is the Telemetry's own cost per uncontended Lock+Unlock, without
+// Redis: the four events such a Lock+Unlock sends, given to the Observer directly.
+func BenchmarkObserverEvents(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts func(b *testing.B) []dlockotel.Option
+	}{
+		{"otel-global-noop", func(*testing.B) []dlockotel.Option { return nil }},
+		{"otel-sdk-metrics", func(b *testing.B) []dlockotel.Option {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			return []dlockotel.Option{dlockotel.WithMeterProvider(mp)}
+		}},
+		{"otel-sdk-metrics-traces", func(b *testing.B) []dlockotel.Option {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+			b.Cleanup(func() {
+				_ = mp.Shutdown(context.Background())
+				_ = tp.Shutdown(context.Background())
+			})
+			return []dlockotel.Option{dlockotel.WithMeterProvider(mp), dlockotel.WithTracerProvider(tp)}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tel, err := dlockotel.New(c.opts(b)...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := tel.Observer()
+			const name, kind = "bench", dlock.KindMutex
+			b.ReportAllocs()
+			var token uint64
+			for b.Loop() {
+				token++
+				o.WaitStarted(dlock.WaitStart{Name: name, Kind: kind})
+				o.Attempted(dlock.Attempt{Name: name, Kind: kind, Verdict: dlock.VerdictAcquired, Duration: 100 * time.Microsecond})
+				o.WaitEnded(dlock.WaitEnd{Name: name, Kind: kind, Waited: 120 * time.Microsecond, Attempts: 1, Token: token})
+				o.HoldEnded(dlock.HoldEnd{Name: name, Kind: kind, Token: token, Held: 50 * time.Microsecond, Err: dlock.ErrReleased})
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -109,6 +110,18 @@ func TestLossToAHungServer(t *testing.T) {
 	}
 	if got := m.sum("dlock.leases.held"); got != 0 {
 		t.Errorf("dlock.leases.held = %d after the loss, want 0", got)
+	}
+	var holds int
+	for _, s := range r.spans.GetSpans() {
+		if end, ok := attr(s, "dlock.hold.end"); ok {
+			holds++
+			if end.AsString() != "expired" || s.Status.Code != codes.Error || !hasReason(s) {
+				t.Errorf("the hold's span has end %q, status %v and reason %v, want expired, Error and a reason", end.AsString(), s.Status.Code, hasReason(s))
+			}
+		}
+	}
+	if holds != 1 {
+		t.Errorf("%d hold spans, want 1", holds)
 	}
 }
 
@@ -248,4 +261,58 @@ func TestVerdictOnlyWhenItIsTheCallsOwn(t *testing.T) {
 			t.Errorf("call %d, which overlapped another, has verdict %q, want none", i, v.AsString())
 		}
 	}
+}
+
+// TestSilentNodeIsCounted: a quorum node that hangs is counted once in
+// dlock.node.silences, under its address, when it lets a request time out.
+func TestSilentNodeIsCounted(t *testing.T) {
+	var servers []*dlocktest.RedisServer
+	var waiterNodes, holderNodes []redis.UniversalClient
+	for range 3 {
+		srv := dlocktest.Start(t)
+		servers = append(servers, srv)
+		waiterNodes = append(waiterNodes, srv.Client())
+		holderNodes = append(holderNodes, newRedisClient(t, srv.Addr))
+	}
+	r := newRig(t)
+	waiter, err := dlock.NewQuorum(waiterNodes, dlock.WithObserver(r.tel.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	holder, err := dlock.NewQuorum(holderNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	servers[0].Pause()
+	defer servers[0].Resume()
+	lease, err := holder.Mutex("silent").Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock on a quorum with one node hung: %v", err)
+	}
+	defer lease.Unlock(ctx)
+	wctx, wcancel := context.WithTimeout(ctx, time.Second)
+	defer wcancel()
+	if _, err := waiter.Mutex("silent").Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock of a held lock: %v, want the ctx's deadline", err)
+	}
+	m := r.metrics(t)
+	if got := m.sum("dlock.node.silences", kv("server.address", servers[0].Addr)); got != 1 {
+		t.Errorf("dlock.node.silences{server.address=%s} = %d, want 1", servers[0].Addr, got)
+	}
+	if got := m.sum("dlock.node.silences"); got != 1 {
+		t.Errorf("dlock.node.silences = %d over every node, want 1 (the hung one)", got)
+	}
+}
+
+// newRedisClient returns a go-redis client of addr with short timeouts, closed when the
+// test ends.
+func newRedisClient(t *testing.T, addr string) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }

@@ -44,7 +44,7 @@ func Example() {
 		fmt.Printf("span %q:", s.Name)
 		for _, kv := range s.Attributes {
 			if kv.Key != "dlock.wait.duration" { // varies from run to run
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Printf(" links=%d\n", len(s.Links))

@@ -113,7 +113,7 @@ func (m metrics) names(name string) map[string]bool {
 
 func has(set attribute.Set, match []attribute.KeyValue) bool {
 	for _, kv := range match {
-		if v, ok := set.Value(kv.Key); !ok || v.Type() != kv.Value.Type() || v.Emit() != kv.Value.Emit() {
+		if v, ok := set.Value(kv.Key); !ok || v.Type() != kv.Value.Type() || v.String() != kv.Value.String() {
 			return false
 		}
 	}

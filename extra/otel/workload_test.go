@@ -202,6 +202,9 @@ func checkSpans(t *testing.T, spans tracetest.SpanStubs, kind string, tokens map
 		if v, _ := attr(s, "dlock.lock.kind"); v.AsString() != kind {
 			t.Errorf("span %q has dlock.lock.kind %q, want %q", s.Name, v.AsString(), kind)
 		}
+		if s.Parent.IsValid() {
+			t.Errorf("span %q has a parent: the events carry no context, so it can only be a root span", s.Name)
+		}
 		out, isCall := attr(s, "dlock.wait.outcome")
 		if !isCall {
 			holds++
@@ -252,8 +255,8 @@ func checkHoldSpan(t *testing.T, s tracetest.SpanStub, calls map[string]tracetes
 	}
 	end, _ := attr(s, "dlock.hold.end")
 	switch {
-	case wasLost && (end.AsString() != "taken" || s.Status.Code != codes.Error):
-		t.Errorf("hold %q %d, lost to FLUSHALL, has end %q and status %v, want taken and Error", name.AsString(), token, end.AsString(), s.Status.Code)
+	case wasLost && (end.AsString() != "taken" || s.Status.Code != codes.Error || !hasReason(s)):
+		t.Errorf("hold %q %d, lost to FLUSHALL, has end %q, status %v and reason %v, want taken, Error and a reason", name.AsString(), token, end.AsString(), s.Status.Code, hasReason(s))
 	case !wasLost && (end.AsString() != "released" || s.Status.Code == codes.Error):
 		t.Errorf("hold %q %d, released, has end %q and status %v, want released and not Error", name.AsString(), token, end.AsString(), s.Status.Code)
 	}
@@ -271,4 +274,9 @@ func checkHoldSpan(t *testing.T, s tracetest.SpanStub, calls map[string]tracetes
 	if ct.AsInt64() != tok.AsInt64() || cn.AsString() != name.AsString() {
 		t.Errorf("hold %q %d is linked to the call that acquired %q %d", name.AsString(), token, cn.AsString(), ct.AsInt64())
 	}
+}
+
+func hasReason(s tracetest.SpanStub) bool {
+	v, ok := attr(s, "dlock.hold.reason")
+	return ok && v.AsString() != ""
 }
