@@ -1,0 +1,60 @@
+// Package otel is the OpenTelemetry instrumentation of dlock: a span for every Lock,
+// TryLock and Acquire call and for every hold, and metrics through an OpenTelemetry
+// meter, from the events of a dlock.Observer.
+//
+//	tel, err := otel.New() // the global TracerProvider and MeterProvider
+//	if err != nil {
+//		return err
+//	}
+//	client := dlock.New(rdb, dlock.WithObserver(tel.Observer()))
+//
+// It is a module of its own, so that dlock itself depends on no OpenTelemetry package.
+//
+// # Spans
+//
+// A call's span is named after the method and the kind ("dlock.Lock mutex", "dlock.RLock
+// read", "dlock.Acquire semaphore"; a TryLock's is named as its Lock's) and lasts from the
+// call to its return. Its attributes: dlock.lock.name, dlock.lock.kind, dlock.attempts (the
+// attempts made in Redis), dlock.wait.outcome (acquired,
+// refused: TryLock found it held, or gave_up), dlock.wait.duration (seconds),
+// dlock.token (the fencing token, when acquired) and dlock.verdict, the verdict of the
+// last attempt (acquired, held, split, late, failed). A call that gave up has status
+// Error and the error as an event; a refusal is not an error.
+//
+// A hold's span ("dlock.hold mutex") lasts from the acquisition to the release or the
+// loss, with dlock.lock.name, dlock.lock.kind, dlock.token and dlock.hold.end (released,
+// expired or taken); a lost hold has status Error and dlock.hold.reason. It is linked to
+// the span of the call that acquired it.
+//
+// dlock's events carry no context, so both spans are root spans, each in a trace of its
+// own, made when what they cover has ended (with the start time it had): they are not
+// children of the caller's span. For the same reason dlock.verdict is set only when the
+// last attempt is known to be the call's own: when no other call of the same lock (name
+// and kind) was under way in the process at the same time, as attempts name their lock
+// but not their call.
+//
+// A go-redis client instrumented with redisotel shows the scripts dlock runs as spans of
+// their own, but not as children of the caller's span either: dlock sends its commands
+// through pipelines it shares between callers, whose context carries none of theirs.
+//
+// # Metrics
+//
+// Every metric has the attributes dlock.lock.name and dlock.lock.kind, and some one more:
+//
+//	dlock.wait.duration      histogram, s   calls, by dlock.wait.outcome
+//	dlock.hold.duration      histogram, s   holds, by dlock.hold.end
+//	dlock.acquisitions       counter        leases acquired (hand-offs included)
+//	dlock.refusals           counter        TryLock and TryAcquire calls refused
+//	dlock.losses             counter        leases lost, by dlock.hold.end (expired, taken)
+//	dlock.renewal.failures   counter        renewals that failed
+//	dlock.handoffs           counter        locks handed to a waiter, by dlock.handoff (local, grant)
+//	dlock.attempts           counter        attempts in Redis, by dlock.verdict
+//	dlock.leases.held        up-down        leases held now
+//	dlock.waiters            up-down        calls under way now
+//	dlock.node.silences      counter        a node let a request time out (server.address only)
+//
+// Lock names such as "order:42" are unbounded, and each would make time series of its
+// own: metrics carry at most WithMaxNames names (DefaultMaxNames), the first seen, and
+// Other for every later one; WithNameMapper folds names before that. Spans carry the
+// lock's own name.
+package otel
