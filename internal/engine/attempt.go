@@ -47,7 +47,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	}
 	verdict := v.verdict(need, time.Now().Before(deadline))
 	if verdict == acquired {
-		return acquiredHold(ctx, lockCtx, r, v, token, deadline)
+		return r.attempted(acquiredHold(ctx, lockCtx, r, v, token, deadline), v, verdict)
 	}
 	// A claim (a FairMutex waiter's id, a Mutex's standing request) is not undone: a
 	// release may have granted it meanwhile, and the grantee holds it without asking. Its
@@ -59,7 +59,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 		// attempt with no verdict, which may have kept them out.
 		t.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
 	}
-	return refused(r, v, verdict, need)
+	return r.attempted(refused(r, v, verdict, need), v, verdict)
 }
 
 // attemptToken returns the holder token an attempt asks with (boxed once for every call

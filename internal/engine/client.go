@@ -68,7 +68,7 @@ func NewClient(rdbs []redis.UniversalClient, batchers []*batch.Batcher, cfg Clie
 		done:     make(chan struct{}),
 	}
 	for _, rdb := range rdbs {
-		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger))
+		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger, cfg.Observers))
 	}
 	c.sched = renew.New(func(due []*renew.Entry) { renewBatch(c, due) }, expire)
 	return c

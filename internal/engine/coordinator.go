@@ -151,7 +151,7 @@ func (k *coordinator) takeHandoff(r *request) *Hold {
 	if k == nil {
 		return nil
 	}
-	return k.t.c.takeHandoff(r.local)
+	return handedOff(k.t.c.takeHandoff(r.local), true)
 }
 
 // heldHere returns this process's live hold of the key, or nil.

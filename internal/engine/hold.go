@@ -49,6 +49,8 @@ type Hold struct {
 	cut       uint64        // guarded by mu: the newest shortening Extend sent; older results are moot
 	short     int           // guarded by mu: shortening Extends out (sent, poll not over)
 	shortTTL  time.Duration // guarded by mu: the shortest TTL of those; 0 when short is 0
+
+	obs *holdObs // what the observers were told (observer.go); nil without observers
 }
 
 // newHold returns a hold of t with its outer lease, allocated at once by the public
@@ -58,6 +60,7 @@ func newHold(t *Target, token any, fence, spare uint64, ttl time.Duration, deadl
 	h.c, h.t, h.outer = t.c, t, l
 	h.token, h.fence, h.spare, h.ttl, h.deadline = token, fence, spare, ttl, deadline
 	h.entry.Value = h
+	h.obs = t.c.newHoldObs()
 	h.bind(lockCtx)
 	return h
 }
@@ -157,6 +160,7 @@ func (h *Hold) end(err error, reason string) bool {
 	h.mu.Unlock()
 	h.c.sched.Remove(&h.entry)
 	h.cancel(err)
+	h.reportEnd(err, reason)
 	h.c.forget(h) // back to the local queue (localqueue.go): its head may now ask Redis
 	if err == ErrLost {
 		h.c.cfg.Logger.Warn("dlock: lease lost", "name", h.t.name, "token", h.fence, "reason", reason)
@@ -271,7 +275,7 @@ func (h *Hold) release(ctx context.Context) error {
 	switch {
 	case h.err == nil && !time.Now().Before(h.deadline):
 		h.mu.Unlock()
-		h.end(ErrLost, "its deadline passed without a successful renewal")
+		h.end(ErrLost, reasonExpired)
 		return h.endedError("unlock")
 	case h.err != nil:
 		h.mu.Unlock()

@@ -30,13 +30,15 @@ type Node struct {
 	// other nodes and split again. It lapses after silentPolls timeouts without a poll,
 	// so that a node is waited for again.
 	silentUntil atomic.Int64
+
+	observers []Observer // the Client's, told when the node becomes silent
 }
 
 // silentPolls is how many per-node timeouts a node stays silent after it last missed one.
 const silentPolls = 5
 
-func newNode(rdb redis.UniversalClient, logger *slog.Logger) *Node {
-	n := &Node{RDB: rdb, Name: NodeName(rdb), hub: notify.NewHub(rdb, logger)}
+func newNode(rdb redis.UniversalClient, logger *slog.Logger, observers []Observer) *Node {
+	n := &Node{RDB: rdb, Name: NodeName(rdb), hub: notify.NewHub(rdb, logger), observers: observers}
 	switch r := rdb.(type) {
 	case *redis.ClusterClient:
 		n.cluster = true
@@ -87,7 +89,10 @@ func (n *Node) silent() bool {
 // missed records that the node did not answer a poll that waited timeout for it, or
 // that ended without the answer of a node already silent.
 func (n *Node) missed(timeout time.Duration) {
-	n.silentUntil.Store(monoNow() + int64(silentPolls*timeout))
+	now := monoNow()
+	if was := n.silentUntil.Swap(now + int64(silentPolls*timeout)); was == 0 || now >= was {
+		n.silenced() // once per silence: only the call that began it saw it not silent
+	}
 }
 
 // replied records a reply from the node.

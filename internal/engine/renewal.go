@@ -27,7 +27,7 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 	now := time.Now()
 	for i, h := range b.holds {
 		ok, gone := countRenewed(replies, answered, i)
-		applyRenewal(c, h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone)
+		applyRenewal(c, h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone, renewReplies{replies, answered, i})
 	}
 }
 
@@ -125,7 +125,7 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 
 // applyRenewal applies the outcome of h's renewal number seq, of length ttl, sent at start:
 // it proves the key lives until deadline if ok nodes renewed it; gone nodes no longer hold it.
-func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int) {
+func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int, at renewReplies) {
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {
@@ -135,11 +135,13 @@ func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, s
 			// length. A hold that has ended is no longer scheduled.
 			c.sched.Retry(&h.entry, now)
 		}
+		h.renewalSucceeded()
 	case gone > n-need:
 		h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
 	default:
 		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
+		h.renewalFailed(ok, at)
 	}
 }
 
@@ -152,5 +154,5 @@ func renewTimeout(c *Client, ttl time.Duration) time.Duration {
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
 // whether or not Redis can be reached.
 func expire(e *renew.Entry) {
-	e.Value.(*Hold).end(ErrLost, "its deadline passed without a successful renewal")
+	e.Value.(*Hold).end(ErrLost, reasonExpired)
 }

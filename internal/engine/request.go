@@ -32,6 +32,7 @@ type request struct {
 	// firstSent is when the first attempt of a request with a claim token started:
 	// a FairMutex hand-over to that token happens after it.
 	firstSent time.Time
+	attempts  int // attempts made in Redis, for the observers
 }
 
 // lock acquires t for r, waiting until ctx is done unless r.try is set.
@@ -48,6 +49,15 @@ func (r *request) lock(ctx context.Context) (*Lease, error) {
 			return newInnerLease(h, ctx), nil
 		}
 	}
+	if c.observed() {
+		return r.observedLock(ctx)
+	}
+	return r.acquire(ctx)
+}
+
+// acquire is lock after re-entry: one attempt, or the local queue and the wait.
+func (r *request) acquire(ctx context.Context) (*Lease, error) {
+	t, c := r.t, r.t.c
 	if err := ctx.Err(); err != nil {
 		return nil, t.gaveUp(ctx, -1)
 	}
