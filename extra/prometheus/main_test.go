@@ -43,6 +43,15 @@ func (e *exampleT) Cleanup(f func()) {
 	e.cleanups = append(e.cleanups, f)
 }
 
+func (e *exampleT) TempDir() string {
+	dir, err := os.MkdirTemp("", "dlock-prometheus-example-")
+	if err != nil {
+		panic(err)
+	}
+	e.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func (*exampleT) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 func (*exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 func (*exampleT) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
