@@ -76,6 +76,18 @@
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.
 //
+// # Observing
+//
+// WithObserver makes an Observer receive what the Client's locks do: each Lock, TryLock or
+// Acquire (WaitStarted, then each attempt in Redis with its verdict, then WaitEnded with
+// the time waited and the fencing token or the error), each hold's end (released, or lost
+// with its cause: expired, or taken from Redis), renewals that failed and recovered,
+// hand-offs within the process and grants between processes, and quorum nodes that went
+// silent. Calls are synchronous and the events of one lease arrive in order; an Observer
+// must not block. With no Observer set, no event is built and Lock allocates nothing more.
+// extra/prometheus and extra/otel, modules of their own, turn the events into metrics and
+// spans.
+//
 // # Testing
 //
 // Package dlocktest starts a real redis-server, or an embedded Redis, for a test, and

@@ -8,21 +8,29 @@ import (
 
 // An Observer is told what a Client's locks do, as it happens: every wait, attempt,
 // acquisition, hold that ended (and why), failed renewal, hand-off and silent quorum node.
-// Every field is optional; a nil field is never called, and with no Observer set the
-// Client allocates nothing more than without one. extra/prometheus and extra/otel are
+// Every field is optional; a nil field is never called. With no Observer, no event is
+// built: Lock and Unlock allocate nothing for them. extra/prometheus and extra/otel are
 // Observers.
 //
-// Calls are synchronous, made on the goroutine doing the work (Lock, Unlock, the renewal
-// scheduler), in the order the events happen for one lease, and none is dropped. So an
-// Observer must not block and must be safe for concurrent use: the events of different
-// locks, and of different goroutines waiting on one, arrive concurrently. A renewal's
-// verdict is decided, and the lease updated or ended, before its events are sent.
+// Calls are synchronous and none is dropped. They are made on the goroutine doing the
+// work (Lock, Unlock, the renewal scheduler, Close), and the events of one lease arrive in
+// the order they happened: its hand-off, if any, then the WaitEnded that delivered it, its
+// renewal events, and its HoldEnded. An event of a lease that happens before its Lock call
+// has returned (a loss, on a loaded machine) is sent right after that call's WaitEnded,
+// from its goroutine. A renewal's verdict is decided, and the lease updated or ended,
+// before its event is sent.
+//
+// So an Observer must be safe for concurrent use (the events of different locks, and of
+// different goroutines waiting for one, arrive concurrently), must not block, and must not
+// call the methods of the Client, its locks or its leases: the events of one lease are
+// sent one at a time, and a call that ends the lease would wait for the event in progress.
 //
 // Re-entry (a Lock whose ctx carries a live lease of the lock) is not an acquisition and
 // sends no event.
 type Observer struct {
 	// WaitStarted is called when a Lock, TryLock or Acquire call begins, before its
-	// first attempt. Every WaitStarted is followed by exactly one WaitEnded.
+	// first attempt. Every WaitStarted is followed by exactly one WaitEnded. A call refused
+	// before it waits (a closed Client, an invalid name) sends neither.
 	WaitStarted func(WaitStart)
 	// Attempted is called after each attempt to take the lock in Redis, with its verdict.
 	Attempted func(Attempt)
@@ -30,17 +38,21 @@ type Observer struct {
 	// (TryLock), or given up (ctx, Close, an error).
 	WaitEnded func(WaitEnd)
 	// HoldEnded is called once per acquisition, when its hold ends: released, or lost
-	// with the cause. A lost hold is reported at its deadline (ValidUntil) at the latest.
+	// with the cause. A lost hold is reported when its lease ends (Done), which is at its
+	// deadline (ValidUntil) at the latest.
 	HoldEnded func(HoldEnd)
 	// Renewal is called when a renewal fails, and when a renewal succeeds after failures
-	// (Recovered). Successful renewals of a healthy lease send nothing.
+	// (Recovered). Successful renewals of a healthy lease send nothing, and a renewal that
+	// finds the lease gone in Redis ends it: that is a HoldEnded (LossTaken).
 	Renewal func(Renewal)
 	// HandedOff is called when a lock passes to a waiter without its own attempt: from a
 	// goroutine of this process to the next one (Local), or by a release in Redis that
-	// granted it to this process's waiter.
+	// granted it to this process's waiter. It is sent from the waiter's goroutine, before
+	// its WaitEnded.
 	HandedOff func(HandOff)
-	// NodeSilent is called when a node lets a request time out and is then treated as
-	// silent (not waited for once the others settle an attempt) until it answers again.
+	// NodeSilent is called when a node of a quorum lets a request time out and is then
+	// treated as silent (not waited for once the others settle an attempt) until it
+	// answers again: once each time it becomes silent.
 	NodeSilent func(NodeSilence)
 }
 
@@ -122,7 +134,8 @@ type WaitEnd struct {
 type LossCause int
 
 const (
-	// NotLost: the hold was released by Unlock (or by Close).
+	// NotLost: the hold was released by Unlock (or by Close), or handed to the next
+	// waiter of this process.
 	NotLost LossCause = engine.NotLost
 	// LossExpired: its deadline passed before a renewal succeeded (Redis could not be
 	// reached or answered too late, or the lease was not renewed).
@@ -145,16 +158,15 @@ func (c LossCause) String() string {
 	return "unknown"
 }
 
-// HoldEnd is the end of a hold: one acquisition, from the moment Lock returned it (or it
-// was handed off) to its release or loss.
+// HoldEnd is the end of a hold: one acquisition, to its release or loss.
 type HoldEnd struct {
 	Name   string
 	Kind   string
 	Token  uint64
-	Held   time.Duration
-	Err    error     // ErrReleased or ErrLost, as Lease.Err
-	Cause  LossCause // NotLost when released
-	Reason string    // in words, as the lease's error says it
+	Held   time.Duration // from the acquisition (the attempt's verdict, the hand-off or the grant) to the end
+	Err    error         // ErrReleased or ErrLost, as Lease.Err
+	Cause  LossCause     // NotLost when released
+	Reason string        // in words, as the lease's error says it
 }
 
 // Renewal is a renewal that failed, or the first success after failures.
@@ -165,7 +177,7 @@ type Renewal struct {
 	Err       error         // why it failed; nil when Recovered
 	Recovered bool          // it succeeded after Failures failures
 	Failures  int           // consecutive failures so far (or before the recovery)
-	Left      time.Duration // time left until the deadline, after this renewal
+	Left      time.Duration // time left until the deadline (ValidUntil), after this renewal; <= 0 once it passed
 }
 
 // HandOff is a lock passed to a waiter of this process without the waiter's own attempt.

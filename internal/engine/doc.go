@@ -17,6 +17,9 @@
 // grants, standing requests) is one coordinator (coordinator.go), with hooks around the
 // wait, before an attempt, after the verdict and on release; the other kinds have none.
 //
+// What the observers are told is built and sent in observer.go, which each step calls in
+// one line; without observers, each call returns at once.
+//
 // Why the mechanisms are what they are:
 //
 // Waiting does not poll. A release publishes on the lock's channel (internal/notify keeps

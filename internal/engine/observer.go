@@ -175,7 +175,7 @@ type holdObs struct {
 	mu        sync.Mutex
 	since     time.Time // when the hold was acquired, granted or handed over; set once
 	announced bool      // guarded by mu: its WaitEnded was sent; later events are sent at once
-	pending   []any     // guarded by mu: HoldReports and RenewalReports waiting for announced
+	pending   []any     // guarded by mu: the HoldReport and RenewalReports that wait for announced
 	failures  int       // guarded by mu: renewals failed in a row
 }
 
@@ -197,29 +197,36 @@ func (o *holdObs) announce(obs []Observer, rep WaitReport) {
 	}
 	o.announced = true
 	for _, p := range o.pending {
-		send(obs, p)
+		switch r := p.(type) {
+		case HoldReport:
+			o.endLocked(obs, r)
+		case RenewalReport:
+			o.renewalLocked(obs, r)
+		}
 	}
 	o.pending = nil
 }
 
-// sendLocked sends rep (a HoldReport or a RenewalReport) now, or after the hold's
-// WaitEnded if that is still to come. The caller holds o.mu.
-func (o *holdObs) sendLocked(obs []Observer, rep any) {
+// endLocked sends rep now, or after the hold's WaitEnded if that is still to come; so
+// does renewalLocked. The caller holds o.mu. A report is boxed only to wait (pending):
+// sent at once, it costs no allocation.
+func (o *holdObs) endLocked(obs []Observer, rep HoldReport) {
 	if !o.announced {
 		o.pending = append(o.pending, rep)
 		return
 	}
-	send(obs, rep)
+	for _, x := range obs {
+		x.HoldEnded(rep)
+	}
 }
 
-func send(obs []Observer, rep any) {
+func (o *holdObs) renewalLocked(obs []Observer, rep RenewalReport) {
+	if !o.announced {
+		o.pending = append(o.pending, rep)
+		return
+	}
 	for _, x := range obs {
-		switch r := rep.(type) {
-		case HoldReport:
-			x.HoldEnded(r)
-		case RenewalReport:
-			x.Renewal(r)
-		}
+		x.Renewal(rep)
 	}
 }
 
@@ -239,7 +246,7 @@ func (h *Hold) reportEnd(err error, reason string) {
 	rep := HoldReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.sendLocked(h.c.cfg.Observers, rep)
+	o.endLocked(h.c.cfg.Observers, rep)
 }
 
 // handedOff tells the observers that h, if not nil, was handed to the caller: by a
@@ -281,7 +288,7 @@ func (h *Hold) renewalFailed(ok int, at renewReplies) {
 	o.failures++
 	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Failures: o.failures, Left: time.Until(h.validUntil())}
 	rep.Err = renewalError(h, ok, at)
-	o.sendLocked(h.c.cfg.Observers, rep)
+	o.renewalLocked(h.c.cfg.Observers, rep)
 }
 
 // renewalSucceeded tells the observers that h was renewed after failures, if it had
@@ -298,7 +305,7 @@ func (h *Hold) renewalSucceeded() {
 	}
 	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Recovered: true, Failures: o.failures, Left: time.Until(h.validUntil())}
 	o.failures = 0
-	o.sendLocked(h.c.cfg.Observers, rep)
+	o.renewalLocked(h.c.cfg.Observers, rep)
 }
 
 // renewalError says why h's renewal failed: the nodes that failed or did not answer, or,
