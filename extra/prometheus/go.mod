@@ -24,5 +24,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// The dlock module of this repository, as go.work has it; a release requires its version.
+// Within this repository, the dlock module next to this one. Programs that require this
+// module ignore the replace, so a release of it requires a released dlock.
 replace github.com/seed51c676c8/dlock => ../../
