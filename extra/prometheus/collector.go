@@ -14,12 +14,13 @@ var ErrBadBuckets = errors.New("dlock/prometheus: histogram bucket bounds must b
 // A Collector turns a dlock Client's events into Prometheus metrics. Register it with a
 // prometheus.Registerer and give its Observer to dlock.WithObserver:
 //
-//	metrics, err := prometheus.New()
+//	metrics, err := dlockprom.New()
 //	...
 //	registry.MustRegister(metrics)
 //	client := dlock.New(rdb, dlock.WithObserver(metrics.Observer()))
 //
-// It exports, with the labels name and kind (see the package documentation for each):
+// It exports, with the labels name and kind (the package documentation says what each
+// counts):
 // dlock_wait_seconds and dlock_hold_seconds (histograms), dlock_acquisitions_total,
 // dlock_refusals_total, dlock_give_ups_total{reason}, dlock_attempts_total{verdict},
 // dlock_losses_total{cause}, dlock_renewal_failures_total,
