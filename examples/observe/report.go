@@ -14,7 +14,7 @@ import (
 // lockStats is what the metrics say of one lock.
 type lockStats struct {
 	acquired, refused, gaveUp float64
-	waits, holds             *dto.Histogram
+	waits, holds              *dto.Histogram
 }
 
 // report prints, per lock, what the registry's metrics say: the same numbers Prometheus
