@@ -149,8 +149,10 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // BenchmarkLockUnlockObserver is the uncontended Lock+Unlock with no observer and with one
-// whose every func is empty, in the same run, on the same server: what sending the events
-// costs, apart from what an observer does with them.
+// whose every func is empty, on the same server: what sending the events costs, apart
+// from what an observer does with them. The sub-benchmarks give each one's allocations;
+// "alternating" takes turns between the two in one loop, so that the load of the machine
+// falls on both alike, and reports their medians and ratio.
 func BenchmarkLockUnlockObserver(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
@@ -163,28 +165,43 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 		HandedOff:   func(dlock.HandOff) {},
 		NodeSilent:  func(dlock.NodeSilence) {},
 	}
+	none, observed := dlock.New(rdb), dlock.New(rdb, dlock.WithObserver(noop))
+	defer none.Close()
+	defer observed.Close()
+	ctx := context.Background()
+	one := func(b *testing.B, m *dlock.Mutex) time.Duration {
+		start := time.Now()
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
 	for _, bc := range []struct {
 		name string
-		opts []dlock.Option
-	}{
-		{"none", nil},
-		{"noop", []dlock.Option{dlock.WithObserver(noop)}},
-	} {
+		c    *dlock.Client
+	}{{"none", none}, {"noop", observed}} {
 		b.Run(bc.name, func(b *testing.B) {
-			c := dlock.New(rdb, bc.opts...)
-			defer c.Close()
-			ctx := context.Background()
-			m := c.Mutex("bench:" + bc.name)
+			m := bc.c.Mutex("bench:" + bc.name)
 			b.ReportAllocs()
 			for b.Loop() {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
+				one(b, m)
 			}
 		})
 	}
+	b.Run("alternating", func(b *testing.B) {
+		m0, m1 := none.Mutex("bench:none"), observed.Mutex("bench:noop")
+		var t0, t1 []time.Duration
+		for b.Loop() {
+			t0 = append(t0, one(b, m0))
+			t1 = append(t1, one(b, m1))
+		}
+		p0, p1 := median(t0), median(t1)
+		b.ReportMetric(float64(p0.Nanoseconds()), "p50-none-ns")
+		b.ReportMetric(float64(p1.Nanoseconds()), "p50-noop-ns")
+		b.ReportMetric(float64(p1)/float64(p0), "p50-ratio")
+	})
 }

@@ -257,6 +257,10 @@ func TestObserverLossesAfterFlushAll(t *testing.T) {
 	for i := range losses {
 		leases = append(leases, mustLock(t, c.Mutex(fmt.Sprint("flushed-", i), dlock.TTL(time.Second)), ctx))
 	}
+	valid := map[string]time.Time{}
+	for _, l := range leases {
+		valid[l.Name()] = l.ValidUntil()
+	}
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +271,8 @@ func TestObserverLossesAfterFlushAll(t *testing.T) {
 		if e.Cause != dlock.LossTaken || e.Err != dlock.ErrLost || e.Token != l.Token() || !strings.Contains(e.Reason, "no longer holds") {
 			t.Errorf("HoldEnd %+v, want LossTaken of token %d", e, l.Token())
 		}
-		if valid := l.ValidUntil(); at[i].After(valid) {
-			t.Errorf("%s: loss reported %v after ValidUntil", e.Name, at[i].Sub(valid))
+		if at[i].After(valid[e.Name]) {
+			t.Errorf("%s: loss reported %v after the ValidUntil it had before FLUSHALL", e.Name, at[i].Sub(valid[e.Name]))
 		}
 	}
 }
@@ -284,7 +288,8 @@ func TestObserverLossWhenServerHangs(t *testing.T) {
 	defer srv.Resume(t)
 	end, at := await(t, rec, 5*time.Second, "the loss", func(dlock.HoldEnd) bool { return true })
 	valid := l.ValidUntil()
-	const slack = 250 * time.Millisecond // the scheduler's timer on a loaded machine
+	const slack = 500 * time.Millisecond // the scheduler's timer on a loaded machine
+	t.Logf("loss reported %v after ValidUntil", at.Sub(valid))
 	if at.Before(valid) || at.After(valid.Add(slack)) {
 		t.Errorf("loss reported %v after ValidUntil, want within [0, %v]", at.Sub(valid), slack)
 	}
@@ -486,7 +491,7 @@ func TestObserverNodeSilent(t *testing.T) {
 	for range 3 {
 		l := mustLock(t, holder.Mutex("silent"), ctx)
 		// The waiter listens on every node; the hung one lets its subscription time out.
-		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := waiter.Mutex("silent").Lock(wctx)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
