@@ -6,8 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/dlocktest"
 	dlockprom "github.com/seed51c676c8/dlock/extra/prometheus"
 )
 
@@ -137,6 +139,23 @@ func eventually(t *testing.T, reg prometheus.Gatherer, within time.Duration, exp
 		time.Sleep(10 * time.Millisecond)
 	}
 	checkAll(t, reg, exps)
+}
+
+// patientClient returns a dlock Client, made with opts, on srv through a go-redis client of
+// its own with timeouts of 10s instead of dlocktest's 1s: for workloads of thousands of
+// round trips, which a loaded machine can stall for over a second. Both are closed when
+// the test ends.
+func patientClient(t *testing.T, srv *dlocktest.RedisServer, opts ...dlock.Option) *dlock.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{
+		Addr: srv.Addr, DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+	})
+	client := dlock.New(rdb, opts...)
+	t.Cleanup(func() {
+		_ = client.Close()
+		_ = rdb.Close()
+	})
+	return client
 }
 
 // observed returns the dlock option that feeds c.

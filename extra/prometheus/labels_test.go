@@ -27,11 +27,10 @@ func TestNameLabelsStayWithinBound(t *testing.T) {
 		{"bound of 10", []dlockprom.Option{dlockprom.WithMaxNames(10)}, 11},
 		{"name mapped to its prefix", []dlockprom.Option{dlockprom.WithNameLabel(prefix)}, 2},
 	}
-	srv := dlocktest.Start(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, reg := newCollector(t, tt.opts...)
-			client := srv.NewClient(observed(c))
+			client := patientClient(t, dlocktest.Start(t), observed(c))
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
 			for w := range workers {
