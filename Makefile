@@ -2,14 +2,15 @@
 # (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test. `make check`:
 # vet and staticcheck over every module; run it before proposing a change.
 #
-# go.work makes the root module, examples/ and bench/ (modules of their own, so that their
-# database drivers and the peer libraries stay out of the core's go.mod) one workspace. In
-# a workspace, ./... still stops at those modules, so each is named: VET_PKGS lists every
-# module of go.work. `make test` does not run the benchmark suite; vet covers it, so that
-# a change to the API it uses shows at once.
+# go.work makes the root module, examples/, bench/ and the adapters under extra/ (modules
+# of their own, so that their database drivers, the peer libraries, Prometheus and
+# OpenTelemetry stay out of the core's go.mod) one workspace. In a workspace, ./... still
+# stops at those modules, so each is named: VET_PKGS lists every module of go.work, and
+# PKGS the same but bench/. `make test` does not run the benchmark suite; vet covers it,
+# so that a change to the API it uses shows at once.
 GO ?= go
-PKGS = ./... ./examples/...
 VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
+PKGS = $(filter-out ./bench/...,$(VET_PKGS))
 
 # staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
 # into .bin/ (ignored by git) under its version, so that changing the pin installs anew.
@@ -81,7 +82,8 @@ PG_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 # brew's redis has both), unless each is on PATH or REDIS_SERVER and REDIS_SENTINEL name
 # them; the PostgreSQL server (initdb, postgres), unless PG_BIN names its directory,
 # initdb is on PATH or it is under /usr/lib/postgresql; tmux, the terminal of dlock top's
-# tests.
+# tests; promtool (Debian's and brew's prometheus package), which checks extra/prometheus's
+# alert rules and dashboard queries, unless on PATH or named by PROMTOOL.
 deps:
 	@apt=""; brew=""; \
 	if ! command -v redis-server >/dev/null 2>&1 && ! { [ -n "$$REDIS_SERVER" ] && [ -x "$$REDIS_SERVER" ]; }; then \
@@ -92,6 +94,9 @@ deps:
 	fi; \
 	if ! command -v tmux >/dev/null 2>&1; then \
 		apt="$$apt tmux"; brew="$$brew tmux"; \
+	fi; \
+	if ! command -v promtool >/dev/null 2>&1 && ! { [ -n "$$PROMTOOL" ] && [ -x "$$PROMTOOL" ]; }; then \
+		apt="$$apt prometheus"; brew="$$brew prometheus"; \
 	fi; \
 	if ! { [ -n "$$PG_BIN" ] && [ -x "$$PG_BIN/initdb" ]; } && ! command -v initdb >/dev/null 2>&1 && \
 		! ls $(PG_GLOB) >/dev/null 2>&1; then \
@@ -108,6 +113,7 @@ deps:
 	else \
 		echo "missing: $$apt. Install: 'apt-get install -y $$apt' (Debian/Ubuntu, as root)" >&2; \
 		echo "or 'brew install $$brew' (macOS); or set REDIS_SERVER=/path/to/redis-server," >&2; \
-		echo "REDIS_SENTINEL=/path/to/redis-sentinel, PG_BIN=/directory/of/initdb-and-postgres." >&2; \
+		echo "REDIS_SENTINEL=/path/to/redis-sentinel, PG_BIN=/directory/of/initdb-and-postgres," >&2; \
+		echo "PROMTOOL=/path/to/promtool." >&2; \
 		exit 1; \
 	fi
