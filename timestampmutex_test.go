@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/redistest"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // legacyClient is a client of the SETNX + GETSET timestamp protocol written from the
@@ -324,6 +326,155 @@ func TestTimestampMutexReleasesOnlyItsOwn(t *testing.T) {
 	}
 	if v := keyDeadline(t, rdb, "own"); v != other {
 		t.Errorf("the key holds %d after Unlock, want the other client's %d untouched", v, other)
+	}
+}
+
+// releaseHook is a go-redis hook that, once armed, holds up the next call of script (a
+// release): on its way to the server, or, with after, its reply on the way back. It
+// closes sent and waits for resume (5s at most).
+type releaseHook struct {
+	script       *redis.Script
+	after        bool
+	armed        atomic.Bool
+	sent, resume chan struct{}
+}
+
+func newReleaseHook(script *redis.Script, after bool) *releaseHook {
+	return &releaseHook{script: script, after: after, sent: make(chan struct{}), resume: make(chan struct{})}
+}
+
+func (h *releaseHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *releaseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.around([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h *releaseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.around(cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (h *releaseHook) around(cmds []redis.Cmder, next func() error) error {
+	if !slices.ContainsFunc(cmds, h.runs) || !h.armed.CompareAndSwap(true, false) {
+		return next()
+	}
+	if !h.after {
+		h.holdUp()
+		return next()
+	}
+	err := next()
+	h.holdUp()
+	return err
+}
+
+func (h *releaseHook) runs(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	body, _ := args[1].(string)
+	if strings.EqualFold(cmd.Name(), "eval") {
+		body = redis.NewScript(body).Hash()
+	}
+	return body == h.script.Hash()
+}
+
+func (h *releaseHook) holdUp() {
+	close(h.sent)
+	select {
+	case <-h.resume:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// gateFirstRenewal makes the first renewal batch of c, once it has taken its leases,
+// close captured and wait (5s at most) for hook to hold up a release; once the batch's
+// results are applied, the release goes on.
+func gateFirstRenewal(c *dlock.Client, hook *releaseHook) (captured <-chan struct{}) {
+	ch := make(chan struct{})
+	var first atomic.Bool
+	dlock.SetRenewCaptured(c, func() func() {
+		if !first.CompareAndSwap(false, true) {
+			return nil
+		}
+		close(ch)
+		select {
+		case <-hook.sent:
+		case <-time.After(5 * time.Second):
+		}
+		return func() { close(hook.resume) }
+	})
+	return ch
+}
+
+// TestTimestampMutexUnlockOwnsLateRenewal: a renewal that took the lease before Unlock
+// began, but makes its call after Unlock made the release's, and lands first (renewals go
+// out on a pipeline of their own), writes nothing the release does not own: Unlock
+// deletes the key and the lease is released, not lost with the key left locked for a TTL.
+func TestTimestampMutexUnlockOwnsLateRenewal(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	hook := newReleaseHook(scripts.StampRelease, false)
+	rdb.AddHook(hook)
+	c := newClient(t, rdb, dlock.WithPrefix(""))
+	captured := gateFirstRenewal(c, hook)
+	// A TTL of 3s: the release waits up to a second for its reply.
+	l, err := c.TimestampMutex("late", dlock.TTL(3*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, captured, 10*time.Second, "the first renewal")
+	hook.armed.Store(true)
+	if err := l.Unlock(ctx); err != nil {
+		t.Errorf("Unlock with a renewal landing before its release: %v", err)
+	}
+	if l.Err() != dlock.ErrReleased {
+		t.Errorf("lease Err = %v, want ErrReleased", l.Err())
+	}
+	if v := keyDeadline(t, rdb, "late"); v != 0 {
+		t.Errorf("Unlock left the key holding %d (%v ahead)", v, time.Until(time.UnixMilli(v)))
+	}
+}
+
+// TestUnlockOutranksLateRenewal: a renewal that lands after Unlock's release and finds the
+// key gone, while Unlock waits for the release's reply, does not make the lease lost:
+// Unlock succeeds and the lease is released.
+func TestUnlockOutranksLateRenewal(t *testing.T) {
+	for _, tc := range []struct {
+		kind    string
+		release *redis.Script
+		lock    func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error)
+	}{
+		{dlock.KindMutex, scripts.MutexRelease, func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+			return c.Mutex("late", dlock.TTL(3*time.Second)).Lock(ctx)
+		}},
+		{dlock.KindTimestamp, scripts.StampRelease, func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+			return c.TimestampMutex("late", dlock.TTL(3*time.Second)).Lock(ctx)
+		}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			_, rdb := standalone(t)
+			ctx := ctxTimeout(t, 20*time.Second)
+			hook := newReleaseHook(tc.release, true)
+			rdb.AddHook(hook)
+			c := newClient(t, rdb)
+			captured := gateFirstRenewal(c, hook)
+			l, err := tc.lock(c, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitClosed(t, captured, 10*time.Second, "the first renewal")
+			hook.armed.Store(true)
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("Unlock: %v", err)
+			}
+			if l.Err() != dlock.ErrReleased {
+				t.Errorf("lease Err = %v, want ErrReleased", l.Err())
+			}
+		})
 	}
 }
 

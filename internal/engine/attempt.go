@@ -98,6 +98,9 @@ func refused(r *request, v *votes, verdict verdict, need int) attempt {
 	for _, f := range failures {
 		a.permanent = a.permanent || permanent(f.Err)
 	}
+	if w, ok := t.scheme.(errorWrapper); ok {
+		a.err = w.wrapError(a.err)
+	}
 	return a
 }
 

@@ -168,6 +168,17 @@ func (h *Hold) end(err error, reason string) bool {
 	return true
 }
 
+// lost ends the hold as lost for reason, which a renewal or an Extend found in Redis, and
+// reports whether it did: not while an Unlock is in progress, since the key may be gone
+// because its release landed first, and the release, which ends the hold whatever it
+// finds, says how.
+func (h *Hold) lost(reason string) bool {
+	h.mu.Lock()
+	releasing := h.releasing
+	h.mu.Unlock()
+	return !releasing && h.end(ErrLost, reason)
+}
+
 // endedError is the error of Unlock or Extend on an ended hold.
 func (h *Hold) endedError(op string) error {
 	h.mu.Lock()
@@ -349,7 +360,9 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return nil
 	case v.no > n-need:
-		h.end(ErrLost, "Extend found the key no longer holds its token (expired, deleted or taken)")
+		if !h.lost("Extend found the key no longer holds its token (expired, deleted or taken)") && !h.ended() {
+			return fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+		}
 		return h.endedError("extend")
 	}
 	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)})

@@ -137,7 +137,7 @@ func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, s
 		}
 		h.renewalSucceeded()
 	case gone > n-need:
-		h.end(ErrLost, "renewal found the key no longer holds its token (expired, deleted or taken)")
+		h.lost("renewal found the key no longer holds its token (expired, deleted or taken)")
 	default:
 		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))

@@ -40,6 +40,13 @@ type tokenMaker interface {
 	newToken() any
 }
 
+// An errorWrapper is a scheme that marks some of its nodes' errors (TimestampMutex: a key
+// that holds no deadline wraps ErrNotTimestamp): a failed attempt's error, as Lock returns
+// it and the observers see it, is what wrapError makes of it.
+type errorWrapper interface {
+	wrapError(err error) error
+}
+
 // A policy is what the engine asks of a kind beyond its scripts: how its waiters are
 // known in Redis, how the goroutines of one process share the key, and whether a Lock may
 // join a hold its ctx carries. Each kind declares one, next to its scripts.

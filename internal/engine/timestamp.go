@@ -71,13 +71,9 @@ func NewTimestampMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Ti
 }
 
 // Lock acquires the lock: one attempt if try is set. An error that says the key holds no
-// deadline also wraps ErrNotTimestamp.
+// deadline also wraps ErrNotTimestamp (stampScheme.wrapError).
 func (m *TimestampMutex) Lock(ctx context.Context, try bool) (*Lease, error) {
-	l, err := m.t.Lock(ctx, try)
-	if err != nil && redis.HasErrorPrefix(err, notStampPrefix) {
-		err = fmt.Errorf("%w: %w", ErrNotTimestamp, err)
-	}
-	return l, err
+	return m.t.Lock(ctx, try)
 }
 
 // stampScheme: a plain string key holding the holder's deadline (stamp_*.lua).
@@ -95,10 +91,19 @@ func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
 	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg}
 }
 
+// wrapError marks the error of an attempt that found a key holding no deadline, so that
+// Lock returns it, and the observers see it, wrapping ErrNotTimestamp.
+func (stampScheme) wrapError(err error) error {
+	if err != nil && redis.HasErrorPrefix(err, notStampPrefix) {
+		return fmt.Errorf("%w: %w", ErrNotTimestamp, err)
+	}
+	return err
+}
+
 func (stampScheme) release(t *Target, token any, publish string, call *batch.Call) {
 	call.Script = scripts.StampRelease
 	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
-	call.Args = append([]any{t.channelArg, publishArg(publish)}, token.(*stamp).owned(time.Now())...)
+	call.Args = append([]any{t.channelArg, publishArg(publish)}, token.(*stamp).release(time.Now())...)
 }
 
 func (stampScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
@@ -127,9 +132,17 @@ func (stampScheme) policy() policy {
 // length it was written with (a key that still held it by then would have expired, or the
 // hold would have been lost for want of a renewal), the newest always, and at most
 // maxStamps of them.
+//
+// The release's call carries the deadlines owned when it is made, and a renewal or an
+// Extend made after it may still land before it (renewals go out on a pipeline of their
+// own): had it written a new deadline, the release would find the key not its own, and
+// the key would stay locked for a whole TTL. So the release makes the stamp final, and
+// from then on write writes no new deadline, only the newest one again, which the release
+// owns.
 type stamp struct {
 	mu      sync.Mutex
 	written []stamped // guarded by mu: oldest first
+	final   bool      // guarded by mu: a release took the deadlines owned; none is added
 }
 
 type stamped struct {
@@ -141,12 +154,16 @@ type stamped struct {
 const maxStamps = 32
 
 // write records the deadline ttl after now (on the wall clock) that the caller is about to
-// write, and returns it with the deadlines the key may hold before it lands.
+// write, and returns it with the deadlines the key may hold before it lands. Once the
+// stamp is final, the deadline it returns is the newest one already written.
 func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []any) {
 	value := ms(now.Add(ttl).UnixMilli())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	owned = s.ownedLocked(now)
+	if n := len(s.written); s.final && n > 0 {
+		return s.written[n-1].deadline, owned
+	}
 	forget := now.Add(2 * ttl)
 	if n := len(s.written); n > 0 && s.written[n-1].deadline == any(value) {
 		if last := &s.written[n-1]; forget.After(last.forget) { // the same millisecond
@@ -165,6 +182,15 @@ func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []a
 func (s *stamp) owned(now time.Time) []any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.ownedLocked(now)
+}
+
+// release returns the deadlines the key may hold, for the release's call, and makes the
+// stamp final: whatever is sent later writes one of them.
+func (s *stamp) release(now time.Time) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.final = true
 	return s.ownedLocked(now)
 }
 

@@ -70,3 +70,29 @@ func TestStampRemembers(t *testing.T) {
 		}
 	})
 }
+
+// TestStampReleaseOwnsLaterWrites: once a release has taken a hold's deadlines, a renewal
+// or an Extend that makes its call later (and may land first) writes one of them, the
+// newest, whatever its length: never a deadline the release would not find its own.
+func TestStampReleaseOwnsLaterWrites(t *testing.T) {
+	t0 := time.Now()
+	var s stamp
+	s.write(t0, time.Second)
+	newest, _ := s.write(t0.Add(300*time.Millisecond), time.Second)
+	released := s.release(t0.Add(400 * time.Millisecond))
+	for _, w := range []struct {
+		after, ttl time.Duration
+	}{
+		{500 * time.Millisecond, time.Second},           // a renewal
+		{600 * time.Millisecond, time.Minute},           // an Extend that lengthens
+		{700 * time.Millisecond, 20 * time.Millisecond}, // one that shortens
+	} {
+		got, owned := s.write(t0.Add(w.after), w.ttl)
+		if got != newest || !slices.Contains(released, got) {
+			t.Errorf("write %v after the release, of %v: %v, want the newest deadline %v, which the release owns %v", w.after, w.ttl, got, newest, released)
+		}
+		if !slices.Contains(owned, got) {
+			t.Errorf("write %v after the release: owned %v before it lands, want it among them", w.after, owned)
+		}
+	}
+}
