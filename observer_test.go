@@ -138,6 +138,14 @@ var kindsUnderTest = []kindUnderTest{
 		func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
 			return c.Semaphore("obs", 1).Acquire(ctx, 1)
 		}},
+	{dlock.KindTimestamp,
+		func(c *dlock.Client, ctx context.Context, try bool) (*dlock.Lease, error) {
+			if try {
+				return c.TimestampMutex("obs").TryLock(ctx)
+			}
+			return c.TimestampMutex("obs").Lock(ctx)
+		},
+		func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.TimestampMutex("obs").Lock(ctx) }},
 }
 
 // TestObserverCountsWorkload: for every kind of lock, N acquisitions and K TryLock
@@ -243,6 +251,32 @@ func wantCounts(t *testing.T, rec *recorder, want map[string]int) {
 	for what, n := range want {
 		if got[what] != n {
 			t.Errorf("%s: %d events, want %d", what, got[what], n)
+		}
+	}
+}
+
+// TestObserverErrorAsReturned: a wait's WaitEnd.Err is the error its call returned, also
+// where the kind marks it (a TimestampMutex key that holds no deadline: ErrNotTimestamp),
+// and the attempt's error is marked the same way.
+func TestObserverErrorAsReturned(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	c, rec := observed(t, rdb)
+	if err := rdb.Set(ctx, "dlock:text", "hello", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range []func(context.Context) (*dlock.Lease, error){c.TimestampMutex("text").TryLock, c.TimestampMutex("text").Lock} {
+		_, err := lock(ctx)
+		if !errors.Is(err, dlock.ErrNotTimestamp) {
+			t.Fatalf("Lock of a key that holds text: %v, want ErrNotTimestamp", err)
+		}
+		ends, _ := of[dlock.WaitEnd](rec, nil)
+		if end := ends[len(ends)-1]; !errors.Is(end.Err, dlock.ErrNotTimestamp) || end.Err.Error() != err.Error() {
+			t.Errorf("WaitEnd.Err %v, want the error returned: %v", end.Err, err)
+		}
+		attempts, _ := of[dlock.Attempt](rec, nil)
+		if a := attempts[len(attempts)-1]; a.Verdict != dlock.VerdictFailed || !errors.Is(a.Err, dlock.ErrNotTimestamp) {
+			t.Errorf("attempt %+v, want VerdictFailed with an error wrapping ErrNotTimestamp", a)
 		}
 	}
 }
