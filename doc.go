@@ -90,10 +90,12 @@
 // the time waited and the fencing token or the error), each hold's end (released, or lost
 // with its cause: expired, or taken from Redis), renewals that failed and recovered,
 // hand-offs within the process and grants between processes, and quorum nodes that went
-// silent. Calls are synchronous and the events of one lease arrive in order; an Observer
-// must not block. With no Observer set, no event is built and Lock allocates nothing more.
-// extra/prometheus and extra/otel, modules of their own, turn the events into metrics and
-// spans.
+// silent. Calls are synchronous, on the goroutines doing the work, and the events of one
+// lease arrive in order; an Observer must not block, nor lock, unlock or extend (it may
+// start a goroutine that does). With no Observer set, no event is built and Lock allocates
+// nothing more. The modules github.com/seed51c676c8/dlock/extra/prometheus and
+// github.com/seed51c676c8/dlock/extra/otel turn the events into Prometheus metrics, and
+// into OpenTelemetry spans and metrics.
 //
 // # Testing
 //

@@ -10,8 +10,10 @@ import (
 // An Observer is told what a Client's locks do, as it happens: every wait, attempt,
 // acquisition, hold that ended (and why), failed renewal, hand-off and silent quorum node.
 // Every field is optional; a nil field is never called. With no Observer, no event is
-// built: Lock and Unlock allocate nothing for them. extra/prometheus and extra/otel are
-// Observers.
+// built: Lock and Unlock allocate nothing for them. Two modules of their own make
+// Observers: github.com/seed51c676c8/dlock/extra/prometheus (Collector.Observer: Prometheus
+// metrics) and github.com/seed51c676c8/dlock/extra/otel (Telemetry.Observer: OpenTelemetry
+// spans and metrics).
 //
 // Calls are synchronous and none is dropped. They are made on the goroutine doing the
 // work (Lock, Unlock, the renewal scheduler, Close), and the events of one lease arrive in
@@ -22,9 +24,15 @@ import (
 // before its event is sent.
 //
 // So an Observer must be safe for concurrent use (the events of different locks, and of
-// different goroutines waiting for one, arrive concurrently), must not block, and must not
-// call the methods of the Client, its locks or its leases: the events of one lease are
-// sent one at a time, and a call that ends the lease would wait for the event in progress.
+// different goroutines waiting for one, arrive concurrently) and must not block: it runs
+// on the engine's goroutines (a Lock or Unlock call's, the renewal scheduler's, which
+// renews every lease of the Client, and Close's). It must not call Lock, TryLock, Acquire,
+// Do, Unlock, Extend or Close: the events of one lease are sent one at a time, and a call
+// that ends a lease would wait for the event in progress; to act on an event, start a
+// goroutine. Reading a lease (Err, ValidUntil, Done, Token) is fine. What an event reports
+// has happened when it is sent: when HoldEnded is sent, the lease has ended (its Err is
+// set, Done is closed) and this process no longer counts the hold, so a goroutine started
+// from HoldEnded to take the lock again is not refused or kept waiting on its account.
 //
 // Re-entry (a Lock whose ctx carries a live lease of the lock) is not an acquisition and
 // sends no event.
@@ -38,8 +46,11 @@ type Observer struct {
 	// WaitEnded is called when a Lock, TryLock or Acquire call ends: acquired, refused
 	// (TryLock), or given up (ctx, Close, an error).
 	WaitEnded func(WaitEnd)
-	// HoldEnded is called once per acquisition, when its hold ends: released, or lost
-	// with the cause. A lost hold is reported when its lease ends (Done), which is at its
+	// HoldEnded is called once per lease that a Lock, TryLock or Acquire call delivered
+	// (its WaitEnded reported it acquired), when its hold ends: released, or lost with the
+	// cause. An acquisition that never reached its caller sends none: an attempt that
+	// won but whose hold could not start (Close began), or a hand-off to a waiter that had
+	// given up. A lost hold is reported when its lease ends (Done), which is at its
 	// deadline (ValidUntil) at the latest.
 	HoldEnded func(HoldEnd)
 	// Renewal is called when a renewal fails, and when a renewal succeeds after failures
@@ -48,8 +59,8 @@ type Observer struct {
 	Renewal func(Renewal)
 	// HandedOff is called when a lock passes to a waiter without its own attempt: from a
 	// goroutine of this process to the next one (Local), or by a release in Redis that
-	// granted it to this process's waiter. It is sent from the waiter's goroutine, before
-	// its WaitEnded.
+	// granted it to this process's waiter. It is sent from the waiter's goroutine, once
+	// the waiter has taken the hold, before its WaitEnded, which delivers the lease.
 	HandedOff func(HandOff)
 	// NodeSilent is called when a node of a quorum lets a request time out and is then
 	// treated as silent (not waited for once the others settle an attempt) until it

@@ -509,6 +509,109 @@ func TestObserverGrantBetweenClients(t *testing.T) {
 	}
 }
 
+// TestObserverHoldEndedLockFree: when HoldEnded is sent, the hold has ended in this
+// process too: a TryLock of the same Mutex, made while the event is in progress (by a
+// goroutine the observer starts), is not refused on the ended hold's account, whether
+// Unlock ended it or a renewal found the key gone.
+func TestObserverHoldEndedLockFree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(ctx context.Context, rdb *redis.Client, l *dlock.Lease) error
+	}{
+		{"released", func(ctx context.Context, _ *redis.Client, l *dlock.Lease) error { return l.Unlock(ctx) }},
+		{"taken", func(ctx context.Context, rdb *redis.Client, _ *dlock.Lease) error {
+			return rdb.Del(ctx, "dlock:again").Err() // the next renewal finds it gone
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rdb := standalone(t)
+			ctx := ctxTimeout(t, 20*time.Second)
+			var m *dlock.Mutex
+			retaken := make(chan *dlock.Lease, 1)
+			c := newClient(t, rdb, dlock.WithObserver(dlock.Observer{HoldEnded: func(e dlock.HoldEnd) {
+				if e.Token != 1 {
+					return // the lease taken again
+				}
+				again := make(chan *dlock.Lease, 1)
+				go func() {
+					l, err := m.TryLock(ctx)
+					if err != nil {
+						t.Errorf("TryLock while HoldEnded of the lease before is sent: %v", err)
+					}
+					again <- l
+				}()
+				// An observer must not wait; the test does, to make the TryLock while the
+				// event is in progress.
+				select {
+				case l := <-again:
+					retaken <- l
+				case <-time.After(5 * time.Second):
+					t.Error("TryLock did not return within 5s")
+					retaken <- nil
+				}
+			}}))
+			m = c.Mutex("again", dlock.TTL(time.Second))
+			l := mustLock(t, m, ctx)
+			if err := tc.end(ctx, rdb, l); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case again := <-retaken:
+				if again != nil {
+					_ = again.Unlock(ctx)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no HoldEnded within 10s")
+			}
+		})
+	}
+}
+
+// TestObserverHandOffDelivered: HandedOff is sent only for a lease that its Lock call
+// delivers. A grant's hold is started before it is reported, so a Close that begins in
+// HandedOff, as late as it can come, still lets the Lock return that lease (Close then
+// releases it): no hand-off is reported for a hold that Close kept from its waiter.
+func TestObserverHandOffDelivered(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	holder := mustLock(t, newClient(t, rdb).Mutex("grant"), ctx)
+	rec := &recorder{}
+	o := rec.observer()
+	var c *dlock.Client
+	closed := make(chan error, 1)
+	o.HandedOff = func(e dlock.HandOff) {
+		rec.add(e)
+		go func() { closed <- c.Close() }()
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if _, err := c.Inspect(ctx, "grant"); errors.Is(err, dlock.ErrClosed) {
+				return // Close has begun
+			}
+		}
+		t.Error("Close did not begin within 5s")
+	}
+	c = newClient(t, rdb, dlock.WithObserver(o))
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Mutex("grant").Lock(ctx)
+		got <- err
+	}()
+	waitFor(t, 5*time.Second, "the waiter in Redis", func() bool { return rdb.LLen(ctx, "{dlock:grant}:turns").Val() == 1 })
+	waitFor(t, 5*time.Second, "a second attempt", func() bool { return count[dlock.Attempt](rec, nil) >= 2 })
+	time.Sleep(50 * time.Millisecond) // let the waiter subscribe, right after it is listed
+	_ = holder.Unlock(ctx)
+	err := <-got
+	if cerr := <-closed; cerr != nil {
+		t.Errorf("Close: %v", cerr)
+	}
+	if n := count[dlock.HandOff](rec, nil); n != 1 {
+		t.Fatalf("%d hand-offs, want the grant's", n)
+	}
+	if err != nil {
+		t.Errorf("Lock after its hand-off was reported: %v, want the lease", err)
+	}
+	checkLeaseOrder(t, rec)
+}
+
 // TestObserverNodeSilent: a quorum node that hangs is reported once when it becomes
 // silent, however many requests it then misses.
 func TestObserverNodeSilent(t *testing.T) {

@@ -58,7 +58,7 @@ func takeGrant(lockCtx context.Context, r *request) *Hold {
 			return nil // asked long ago: confirm with an attempt instead
 		}
 		t.coord.used(token) // the release took the process off the list
-		return handedOff(newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx), false)
+		return newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx)
 	}
 }
 

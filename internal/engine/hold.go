@@ -77,10 +77,16 @@ func (h *Hold) startAcquired(start time.Time) (*Lease, error) {
 
 // startGranted starts a granted hold (grants.go). The grant set the key for at most
 // grantLength; the first renewal, a third of the way into that, sets it to the TTL (a
-// short hold, the common case on a hot lock, is released before it is due).
+// short hold, the common case on a hot lock, is released before it is due). The
+// observers hear of the hand-off once the hold has started: one that Close refused is
+// never delivered.
 func (h *Hold) startGranted() (*Lease, error) {
 	length := min(h.t.cfg.TTL, grantLength)
-	return h.start(h.deadline.Add(-2*length/3), length/6)
+	l, err := h.start(h.deadline.Add(-2*length/3), length/6)
+	if err == nil {
+		handedOff(h, false)
+	}
+	return l, err
 }
 
 // start registers a new hold with the Client and its scheduler (renewal due at renewAt,
@@ -160,8 +166,9 @@ func (h *Hold) end(err error, reason string) bool {
 	h.mu.Unlock()
 	h.c.sched.Remove(&h.entry)
 	h.cancel(err)
-	h.reportEnd(err, reason)
 	h.c.forget(h) // back to the local queue (localqueue.go): its head may now ask Redis
+	// After forget: an observer told of the end finds the lock free in this process.
+	h.reportEnd(err, reason)
 	if err == ErrLost {
 		h.c.cfg.Logger.Warn("dlock: lease lost", "name", h.t.name, "token", h.fence, "reason", reason)
 	}

@@ -253,8 +253,9 @@ func (h *Hold) reportEnd(err error, reason string) {
 }
 
 // handedOff tells the observers that h, if not nil, was handed to the caller: by a
-// goroutine of this process (local), or granted by a release in Redis. It runs on the
-// receiver's goroutine, before its WaitEnded. It returns h.
+// goroutine of this process (local), or granted by a release in Redis (once the hold has
+// started: Hold.startGranted). It runs on the receiver's goroutine, before its WaitEnded.
+// It returns h.
 func handedOff(h *Hold, local bool) *Hold {
 	if h == nil || h.obs == nil {
 		return h
