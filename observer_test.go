@@ -145,7 +145,9 @@ var kindsUnderTest = []kindUnderTest{
 			}
 			return c.TimestampMutex("obs").Lock(ctx)
 		},
-		func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) { return c.TimestampMutex("obs").Lock(ctx) }},
+		func(c *dlock.Client, ctx context.Context) (*dlock.Lease, error) {
+			return c.TimestampMutex("obs").Lock(ctx)
+		}},
 }
 
 // TestObserverCountsWorkload: for every kind of lock, N acquisitions and K TryLock
