@@ -62,7 +62,8 @@ type Observer struct {
 	// granted it to this process's waiter. It is sent from the waiter's goroutine, once
 	// the waiter has taken the hold, before its WaitEnded, which delivers the lease.
 	HandedOff func(HandOff)
-	// NodeSilent is called when a node of a quorum lets a request time out and is then
+	// NodeSilent is called when a node of a quorum lets a request time out (an attempt,
+	// a release or Extend, a renewal, a waiter's subscription) and is then
 	// treated as silent (not waited for once the others settle an attempt) until it
 	// answers again: once each time it becomes silent.
 	NodeSilent func(NodeSilence)

@@ -645,6 +645,34 @@ func TestObserverNodeSilent(t *testing.T) {
 	}
 }
 
+// TestObserverNodeSilentOnRenewal: a quorum node that hangs while a lease is only being
+// renewed (no attempt, no waiter) is reported silent once, and the lease, renewed by the
+// others, stays held.
+func TestObserverNodeSilentOnRenewal(t *testing.T) {
+	servers, nodes, _ := quorumOf(t, 3)
+	ctx := ctxTimeout(t, 30*time.Second)
+	rec := &recorder{}
+	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(rec.observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	l := mustLock(t, c.Mutex("renewed", dlock.TTL(time.Second)), ctx)
+	servers[0].Pause(t)
+	defer servers[0].Resume(t)
+	await(t, rec, 5*time.Second, "NodeSilent", func(dlock.NodeSilence) bool { return true })
+	time.Sleep(time.Second) // three more renewals that it misses
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease lost while two of three nodes renewed it: %v", err)
+	}
+	silent, _ := of[dlock.NodeSilence](rec, nil)
+	if want := []dlock.NodeSilence{{Addr: servers[0].Addr}}; !slices.Equal(silent, want) {
+		t.Fatalf("NodeSilent %+v, want %+v (once)", silent, want)
+	}
+	servers[0].Resume(t)
+	_ = l.Unlock(ctx)
+}
+
 // TestObserverEventOrderPerLease: under contention, a hanging server and losses, the events of
 // each lease arrive in order: a hand-off, if any, then its WaitEnded, its renewals, and
 // its end; every wait that started ends, and the attempts add up.

@@ -20,8 +20,9 @@ type Node struct {
 	cluster bool // Redis Cluster: sharded pub/sub
 	db      int  // for keyspace notification channels
 
-	// silentUntil (monoNow nanoseconds; 0: not silent) is set when a poll waited the
-	// whole per-node timeout for the node in vain, pushed on while the polls that did not
+	// silentUntil (monoNow nanoseconds; 0: not silent) is set when a poll, or a renewal
+	// batch (renewals.heard), waited the whole per-node timeout for the node in vain,
+	// pushed on while the polls that did not
 	// wait for it end without its answer, and cleared by any reply from it, late ones too
 	// (see hearLate). While it is silent, an attempt does not wait for it once the
 	// other nodes have answered and show the lock held or split, nor does a waiter for

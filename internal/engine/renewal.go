@@ -24,6 +24,7 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 		}
 	}
 	replies, answered := b.send(c)
+	b.heard(c, replies, answered)
 	now := time.Now()
 	for i, h := range b.holds {
 		ok, gone := countRenewed(replies, answered, i)
@@ -103,6 +104,25 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		}
 	}
 	return replies, answered
+}
+
+// heard tells each node of a quorum whether it answered the batch, as a poll does
+// (votes.record): one that let the batch wait the whole timeout in vain, at least its
+// per-node timeout, is silent, and one that replied is not. Renewals never wait less for
+// a silent node, and an attempt waits less for one only to end sooner, never to grant.
+func (b *renewals) heard(c *Client, replies [][]*batch.Call, answered []bool) {
+	if len(c.nodes) == 1 {
+		return
+	}
+	timeout := c.nodeTimeout(b.minTTL)
+	for node, n := range c.nodes {
+		switch {
+		case !answered[node]:
+			n.missed(timeout)
+		case isReply(replies[node][0].Err):
+			n.replied()
+		}
+	}
 }
 
 // countRenewed counts the nodes that renewed the hold numbered i and those that no longer
