@@ -26,7 +26,8 @@ func ExampleTimestampMutex() {
 		return
 	}
 	deadline, _ := rdb.Get(ctx, "example:import").Int64()
-	fmt.Println("the key holds a deadline", time.Until(time.UnixMilli(deadline)).Round(time.Second), "ahead")
+	ahead := time.Until(time.UnixMilli(deadline))
+	fmt.Println("the key holds a deadline at most the TTL ahead:", ahead > 0 && ahead <= dlock.DefaultTTL)
 	// What another service does: SETNX with its own deadline, refused while dlock holds.
 	taken, _ := rdb.SetNX(ctx, "example:import", time.Now().Add(time.Minute).UnixMilli(), 0).Result()
 	fmt.Println("another service's SETNX:", taken)
@@ -38,7 +39,7 @@ func ExampleTimestampMutex() {
 	fmt.Println("not a deadline:", errors.Is(err, dlock.ErrNotTimestamp))
 	rdb.Del(ctx, "example:import")
 	// Output:
-	// the key holds a deadline 30s ahead
+	// the key holds a deadline at most the TTL ahead: true
 	// another service's SETNX: false
 	// not a deadline: true
 }

@@ -18,11 +18,15 @@ import (
 //
 // Why it is unsafe, whoever implements it:
 //   - It trusts every client's wall clock. Deadlines are instants on the writer's clock,
-//     compared with the reader's, so a client whose clock runs ahead by more than the
-//     lease length takes the lock from a live holder, and one whose clock lags writes
-//     deadlines that others take as passed. Every other kind of dlock lock times its keys
-//     with Redis's clock; this one cannot, because the protocol's other clients read their
-//     own.
+//     compared with the reader's, so a client whose clock runs ahead by more than the time
+//     left until the key's deadline takes the lock from a live holder: with dlock renewing
+//     every third of the TTL, that is as little as two thirds of the TTL just before a
+//     renewal, and less while renewals fail. One whose clock lags writes deadlines that
+//     others take as passed. Every other kind of dlock lock times its keys with Redis's
+//     clock; this one cannot, because the protocol's other clients read their own.
+//   - The holder's own wall clock stepped back by more than twice the TTL can end its
+//     lease as lost: its new deadlines are then below the one in the key, which renewals
+//     keep, and the hold forgets that one after two TTLs on its monotonic clock.
 //   - The key holds no owner: the deadline is the holder's only mark. Two clients can
 //     write the same deadline (the same millisecond, or clocks and lease lengths that add
 //     up to it), and each then takes the other's lock for its own: dlock would renew it or

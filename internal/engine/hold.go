@@ -16,7 +16,7 @@ import (
 type Hold struct {
 	c     *Client // t.c, kept at hand
 	t     *Target // the lock it holds: its name, keys and options
-	token any     // ownership: 128 random bits, a hex string (boxed once: scripts take it as an argument)
+	token any     // ownership: 128 random bits as a hex string, boxed once (scripts take it as an argument); a TimestampMutex's *stamp
 	fence uint64
 	spare uint64 // fencing tokens reserved above fence, for hand-offs in this process
 
