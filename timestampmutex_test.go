@@ -101,72 +101,90 @@ func keyDeadline(t *testing.T, rdb *redis.Client, key string) int64 {
 	return v
 }
 
+// sharedCounter is a counter in Redis incremented with a non-atomic GET and SET, which
+// only mutual exclusion keeps exact; it counts the times a holder entered while another
+// was inside.
+type sharedCounter struct {
+	rdb              *redis.Client
+	key              string
+	inside, overlaps atomic.Int32
+}
+
+func (c *sharedCounter) increment(ctx context.Context) error {
+	if c.inside.Add(1) != 1 {
+		c.overlaps.Add(1)
+	}
+	defer c.inside.Add(-1)
+	n, err := c.rdb.Get(ctx, c.key).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	time.Sleep(time.Millisecond) // widen the window a second holder would need
+	return c.rdb.Set(ctx, c.key, n+1, 0).Err()
+}
+
+// incrementWithDlock increments counter rounds times under m, counting each in done.
+func incrementWithDlock(t *testing.T, ctx context.Context, m *dlock.TimestampMutex, counter *sharedCounter, rounds int, done *atomic.Int32) {
+	for range rounds {
+		if err := m.Do(ctx, counter.increment); err != nil {
+			t.Errorf("dlock: %v", err)
+			return
+		}
+		done.Add(1)
+	}
+}
+
+// incrementWithRecipe increments counter rounds times under the reference client's lock,
+// counting each in done.
+func incrementWithRecipe(t *testing.T, ctx context.Context, c legacyClient, counter *sharedCounter, rounds int, done *atomic.Int32) {
+	for range rounds {
+		deadline, err := c.lock(ctx)
+		if err == nil {
+			err = counter.increment(ctx)
+		}
+		if err == nil {
+			err = c.unlock(ctx, deadline)
+		}
+		if err != nil {
+			t.Errorf("reference client: %v", err)
+			return
+		}
+		done.Add(1)
+	}
+}
+
 // TestTimestampMutexExactCounter: dlock TimestampMutexes of several clients and
 // goroutines of the reference client take turns incrementing a counter with a
 // non-atomic GET and SET: the count comes out exact, and no two holders ever overlap.
 func TestTimestampMutexExactCounter(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 90*time.Second)
-	const key, counter, rounds = "legacy-job", "legacy-job-count", 25
-	var inside, overlaps atomic.Int32
-	increment := func() error {
-		if inside.Add(1) != 1 {
-			overlaps.Add(1)
-		}
-		defer inside.Add(-1)
-		n, err := rdb.Get(ctx, counter).Int()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		time.Sleep(time.Millisecond) // widen the window a second holder would need
-		return rdb.Set(ctx, counter, n+1, 0).Err()
-	}
-
+	const key, rounds = "legacy-job", 25
+	counter := &sharedCounter{rdb: rdb, key: "legacy-job-count"}
 	var wg sync.WaitGroup
 	var byDlock, byLegacy atomic.Int32
 	for range 3 {
 		c := newClient(t, rdb, dlock.WithPrefix(""))
 		for range 2 {
 			wg.Go(func() {
-				m := c.TimestampMutex(key, dlock.TTL(5*time.Second))
-				for range rounds {
-					if err := m.Do(ctx, func(context.Context) error { return increment() }); err != nil {
-						t.Errorf("dlock: %v", err)
-						return
-					}
-					byDlock.Add(1)
-				}
+				incrementWithDlock(t, ctx, c.TimestampMutex(key, dlock.TTL(5*time.Second)), counter, rounds, &byDlock)
 			})
 		}
 	}
 	for range 4 {
 		wg.Go(func() {
-			c := legacyClient{rdb: rdb, key: key, ttl: 5 * time.Second}
-			for range rounds {
-				deadline, err := c.lock(ctx)
-				if err == nil {
-					err = increment()
-				}
-				if err == nil {
-					err = c.unlock(ctx, deadline)
-				}
-				if err != nil {
-					t.Errorf("reference client: %v", err)
-					return
-				}
-				byLegacy.Add(1)
-			}
+			incrementWithRecipe(t, ctx, legacyClient{rdb: rdb, key: key, ttl: 5 * time.Second}, counter, rounds, &byLegacy)
 		})
 	}
 	wg.Wait()
-	got, err := rdb.Get(ctx, counter).Int()
+	got, err := rdb.Get(ctx, counter.key).Int()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := int(byDlock.Load() + byLegacy.Load()); got != want || want != 10*rounds {
 		t.Errorf("counter = %d after %d dlock and %d reference increments, want %d", got, byDlock.Load(), byLegacy.Load(), 10*rounds)
 	}
-	if n := overlaps.Load(); n > 0 {
+	if n := counter.overlaps.Load(); n > 0 {
 		t.Errorf("%d times a holder entered while another was inside", n)
 	}
 	if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
@@ -669,10 +687,10 @@ func TestTimestampMutexReentry(t *testing.T) {
 	}
 }
 
-// TestTimestampMutexBadInput: a key that holds no unix-ms deadline, or another type, is
-// an error that says what it holds and is left alone, promptly, whether trying or
-// waiting; a quorum, an empty name and a short TTL are refused with the reason.
-func TestTimestampMutexBadInput(t *testing.T) {
+// TestTimestampMutexKeyNotDeadline: a key that holds no unix-ms deadline, or another
+// type, is an error that says what it holds and is left alone, promptly, whether trying
+// or waiting.
+func TestTimestampMutexKeyNotDeadline(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	c := newClient(t, rdb, dlock.WithPrefix(""))
@@ -694,30 +712,40 @@ func TestTimestampMutexBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := rdb.Dump(ctx, key).Result()
-			for op, lock := range map[string]func(context.Context) (*dlock.Lease, error){
-				"TryLock": c.TimestampMutex(key).TryLock, "Lock": c.TimestampMutex(key).Lock,
-			} {
-				start := time.Now()
-				_, err := lock(ctx)
-				if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
-					t.Fatalf("%s: %v, want an error wrapping %v", op, err, tc.is)
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("%s: %q does not say %q", op, err, w)
-					}
-				}
-				if d := time.Since(start); d > 2*time.Second {
-					t.Errorf("%s took %v to refuse, want at once", op, d)
-				}
+			m := c.TimestampMutex(key)
+			for op, lock := range map[string]func(context.Context) (*dlock.Lease, error){"TryLock": m.TryLock, "Lock": m.Lock} {
+				wantRefusedAtOnce(t, ctx, op, lock, tc.is, tc.want)
 			}
 			if after, _ := rdb.Dump(ctx, key).Result(); after != before {
 				t.Errorf("the key changed")
 			}
 		})
 	}
+}
 
-	// Refused before any request: the nodes need not be there.
+// wantRefusedAtOnce checks that lock fails within 2s with an error that wraps is (unless
+// nil) and says each of want.
+func wantRefusedAtOnce(t *testing.T, ctx context.Context, op string, lock func(context.Context) (*dlock.Lease, error), is error, want []string) {
+	t.Helper()
+	start := time.Now()
+	_, err := lock(ctx)
+	if err == nil || (is != nil && !errors.Is(err, is)) {
+		t.Fatalf("%s: %v, want an error wrapping %v", op, err, is)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", op, err, w)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("%s took %v to refuse, want at once", op, d)
+	}
+}
+
+// TestTimestampMutexBadArguments: a quorum Client, an empty name and a short TTL are
+// refused with the reason, before any request (the nodes need not be there).
+func TestTimestampMutexBadArguments(t *testing.T) {
+	ctx := ctxTimeout(t, 30*time.Second)
 	var nodes []redis.UniversalClient
 	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
@@ -729,6 +757,7 @@ func TestTimestampMutexBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
+	c := newClient(t, nodes[0], dlock.WithPrefix(""))
 	for _, tc := range []struct {
 		name string
 		err  func() error

@@ -269,8 +269,8 @@ func handedOff(h *Hold, local bool) *Hold {
 
 // Renewals.
 
-// renewReplies locates one hold's replies in a renewal batch (renewals.send), from which
-// the error of its failed renewal is made for the observers.
+// renewReplies locates one hold's replies in a renewal batch (renewals.send): its outcome
+// (renewals.apply), and the error of its failed renewal for the observers.
 type renewReplies struct {
 	calls    [][]*batch.Call
 	answered []bool

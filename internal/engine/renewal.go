@@ -26,9 +26,8 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 	replies, answered := b.send(c)
 	b.heard(c, replies, answered)
 	now := time.Now()
-	for i, h := range b.holds {
-		ok, gone := countRenewed(replies, answered, i)
-		applyRenewal(c, h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone, renewReplies{replies, answered, i})
+	for i := range b.holds {
+		b.apply(c, renewReplies{replies, answered, i}, now)
 	}
 }
 
@@ -143,14 +142,18 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 	return ok, gone
 }
 
-// applyRenewal applies the outcome of h's renewal number seq, of length ttl, sent at start:
-// it proves the key lives until deadline if ok nodes renewed it; gone nodes no longer hold it.
-func applyRenewal(c *Client, h *Hold, seq uint64, ttl time.Duration, deadline, start, now time.Time, ok, gone int, at renewReplies) {
+// apply applies the outcome of the renewal of the hold at.i, whose replies at locates, at
+// now: it proves the key lives until the renewal's deadline if a majority renewed it; a
+// majority that no longer holds it loses the hold; anything else is retried.
+func (b *renewals) apply(c *Client, at renewReplies, now time.Time) {
+	h, ttl := b.holds[at.i], b.ttls[at.i]
+	ok, gone := countRenewed(at.calls, at.answered, at.i)
+	deadline := quorum.Deadline(b.start, b.beliefs[at.i], c.cfg.DriftFactor)
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {
 	case ok >= need && now.Before(deadline):
-		if !h.renewed(seq, start, deadline) {
+		if !h.renewed(b.seqs[at.i], b.start, deadline) {
 			// Moot (a shortening Extend was sent meanwhile): renew again now, with the new
 			// length. A hold that has ended is no longer scheduled.
 			c.sched.Retry(&h.entry, now)

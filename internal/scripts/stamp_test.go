@@ -43,98 +43,118 @@ func getInt(t *testing.T, rdb *redis.Client, key string) int64 {
 	return v
 }
 
+// TestStampAcquire: stamp_acquire takes a free key or one whose deadline has passed by
+// the caller's clock, refuses a held one with the time left, undoes a take whose fencing
+// counter is broken, and refuses a key that holds no deadline.
 func TestStampAcquire(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, rdb *redis.Client, now time.Time)
+	}{
+		{"free key takes the deadline, an expiry and a fence", stampAcquireFree},
+		{"held key refuses with the time to its deadline by the caller's clock", stampAcquireHeld},
+		{"passed deadline is taken over", stampAcquirePassed},
+		{"broken fence undoes the take", stampAcquireBrokenFence},
+		{"a value that is not a deadline is an error and is left alone", stampAcquireNotDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, rdb, now) })
+	}
+}
 
-	t.Run("free key takes the deadline, an expiry and a fence", func(t *testing.T) {
-		for want := int64(1); want <= 2; want++ {
-			got, err := runStampAcquire(rdb, "free", "free:fence", now, time.Minute)
-			must(t, got, err, want)
-			if v := getInt(t, rdb, "free"); v != now.Add(time.Minute).UnixMilli() {
-				t.Fatalf("key holds %d, want the deadline %d", v, now.Add(time.Minute).UnixMilli())
-			}
-			if pttl := rdb.PTTL(ctx, "free").Val(); pttl <= 59*time.Second || pttl > time.Minute {
-				t.Fatalf("PTTL = %v, want about the lease length", pttl)
-			}
-			rdb.Del(ctx, "free")
+// stampAcquireFree: free key takes the deadline, an expiry and a fence.
+func stampAcquireFree(t *testing.T, rdb *redis.Client, now time.Time) {
+	for want := int64(1); want <= 2; want++ {
+		got, err := runStampAcquire(rdb, "free", "free:fence", now, time.Minute)
+		must(t, got, err, want)
+		if v := getInt(t, rdb, "free"); v != now.Add(time.Minute).UnixMilli() {
+			t.Fatalf("key holds %d, want the deadline %d", v, now.Add(time.Minute).UnixMilli())
 		}
-	})
+		if pttl := rdb.PTTL(ctx, "free").Val(); pttl <= 59*time.Second || pttl > time.Minute {
+			t.Fatalf("PTTL = %v, want about the lease length", pttl)
+		}
+		rdb.Del(ctx, "free")
+	}
+}
 
-	t.Run("held key refuses with the time to its deadline by the caller's clock", func(t *testing.T) {
-		rdb.Set(ctx, "held", now.Add(10*time.Second).UnixMilli(), 0) // a legacy holder: no expiry
-		got, err := runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if left, _ := Refusal(got); got > 0 || left < 10*time.Second || left > 10*time.Second+time.Millisecond {
-			t.Fatalf("reply %d (%v left), want a refusal with 10s left", got, left)
-		}
-		rdb.PExpire(ctx, "held", 2*time.Second) // an expiry sooner than the deadline
-		got, _ = runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
-		wantRefusal(t, got, 2*time.Second, rdb.Get(ctx, "held").Val())
-		if rdb.Exists(ctx, "held:fence").Val() != 0 {
-			t.Fatal("a refused acquire raised the fence")
-		}
-	})
+// stampAcquireHeld: held key refuses with the time to its deadline by the caller's clock.
+func stampAcquireHeld(t *testing.T, rdb *redis.Client, now time.Time) {
+	rdb.Set(ctx, "held", now.Add(10*time.Second).UnixMilli(), 0) // a legacy holder: no expiry
+	got, err := runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := Refusal(got); got > 0 || left < 10*time.Second || left > 10*time.Second+time.Millisecond {
+		t.Fatalf("reply %d (%v left), want a refusal with 10s left", got, left)
+	}
+	rdb.PExpire(ctx, "held", 2*time.Second) // an expiry sooner than the deadline
+	got, _ = runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
+	wantRefusal(t, got, 2*time.Second, rdb.Get(ctx, "held").Val())
+	if rdb.Exists(ctx, "held:fence").Val() != 0 {
+		t.Fatal("a refused acquire raised the fence")
+	}
+}
 
-	t.Run("passed deadline is taken over", func(t *testing.T) {
-		rdb.Set(ctx, "passed", now.Add(-time.Millisecond).UnixMilli(), 0)
-		got, err := runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
-		must(t, got, err, 1)
-		if v := getInt(t, rdb, "passed"); v != now.Add(time.Minute).UnixMilli() {
-			t.Fatalf("key holds %d after a takeover, want the new deadline", v)
-		}
-		if pttl := rdb.PTTL(ctx, "passed").Val(); pttl <= 0 {
-			t.Fatalf("PTTL = %v after a takeover, want the lease length", pttl)
-		}
-		rdb.Set(ctx, "passed", now.UnixMilli(), 0) // the deadline is now: not passed yet
-		got, _ = runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
-		if got > 0 {
-			t.Fatal("a deadline equal to the caller's clock was taken over")
-		}
-	})
+// stampAcquirePassed: passed deadline is taken over.
+func stampAcquirePassed(t *testing.T, rdb *redis.Client, now time.Time) {
+	rdb.Set(ctx, "passed", now.Add(-time.Millisecond).UnixMilli(), 0)
+	got, err := runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
+	must(t, got, err, 1)
+	if v := getInt(t, rdb, "passed"); v != now.Add(time.Minute).UnixMilli() {
+		t.Fatalf("key holds %d after a takeover, want the new deadline", v)
+	}
+	if pttl := rdb.PTTL(ctx, "passed").Val(); pttl <= 0 {
+		t.Fatalf("PTTL = %v after a takeover, want the lease length", pttl)
+	}
+	rdb.Set(ctx, "passed", now.UnixMilli(), 0) // the deadline is now: not passed yet
+	got, _ = runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
+	if got > 0 {
+		t.Fatal("a deadline equal to the caller's clock was taken over")
+	}
+}
 
-	t.Run("broken fence undoes the take", func(t *testing.T) {
-		rdb.Set(ctx, "undo:fence", "not a number", 0)
-		if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
-			t.Fatal("no error with a broken fence")
-		}
-		if rdb.Exists(ctx, "undo").Val() != 0 {
-			t.Fatal("a free key was left taken")
-		}
-		old := now.Add(-time.Second).UnixMilli()
-		rdb.Set(ctx, "undo", old, 30*time.Second)
-		if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
-			t.Fatal("no error with a broken fence")
-		}
-		if v, pttl := getInt(t, rdb, "undo"), rdb.PTTL(ctx, "undo").Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
-			t.Fatalf("key holds %d with PTTL %v after an undone takeover, want %d with its expiry", v, pttl, old)
-		}
-	})
+// stampAcquireBrokenFence: broken fence undoes the take.
+func stampAcquireBrokenFence(t *testing.T, rdb *redis.Client, now time.Time) {
+	rdb.Set(ctx, "undo:fence", "not a number", 0)
+	if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
+		t.Fatal("no error with a broken fence")
+	}
+	if rdb.Exists(ctx, "undo").Val() != 0 {
+		t.Fatal("a free key was left taken")
+	}
+	old := now.Add(-time.Second).UnixMilli()
+	rdb.Set(ctx, "undo", old, 30*time.Second)
+	if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
+		t.Fatal("no error with a broken fence")
+	}
+	if v, pttl := getInt(t, rdb, "undo"), rdb.PTTL(ctx, "undo").Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
+		t.Fatalf("key holds %d with PTTL %v after an undone takeover, want %d with its expiry", v, pttl, old)
+	}
+}
 
-	t.Run("a value that is not a deadline is an error and is left alone", func(t *testing.T) {
-		for value, why := range map[string]string{
-			"hello": `"hello", which is not a unix-ms deadline`, "": `""`,
-			"1700000000": "looks like unix seconds", "-1700000000000": `"-1700000000000"`,
-			"1700000000000.0": `"1700000000000.0"`, "1234567890123456": `"1234567890123456"`,
-			" 1700000000000": `" 1700000000000"`, "\x00\n": `"??"`,
-		} {
-			rdb.Set(ctx, "bad", value, 0)
-			_, err := runStampAcquire(rdb, "bad", "bad:fence", now, time.Minute)
-			if !redis.HasErrorPrefix(err, "NOTSTAMP") || !strings.Contains(err.Error(), why) {
-				t.Errorf("value %q: %v, want NOTSTAMP saying %q", value, err, why)
-			}
-			if v := rdb.Get(ctx, "bad").Val(); v != value {
-				t.Errorf("value %q changed to %q", value, v)
-			}
-		}
-		rdb.Del(ctx, "bad")
-		rdb.RPush(ctx, "bad", "x")
+// stampAcquireNotDeadline: a value that is not a deadline is an error and is left alone.
+func stampAcquireNotDeadline(t *testing.T, rdb *redis.Client, now time.Time) {
+	for value, why := range map[string]string{
+		"hello": `"hello", which is not a unix-ms deadline`, "": `""`,
+		"1700000000": "looks like unix seconds", "-1700000000000": `"-1700000000000"`,
+		"1700000000000.0": `"1700000000000.0"`, "1234567890123456": `"1234567890123456"`,
+		" 1700000000000": `" 1700000000000"`, "\x00\n": `"??"`,
+	} {
+		rdb.Set(ctx, "bad", value, 0)
 		_, err := runStampAcquire(rdb, "bad", "bad:fence", now, time.Minute)
-		wantWrongType(t, err)
-	})
+		if !redis.HasErrorPrefix(err, "NOTSTAMP") || !strings.Contains(err.Error(), why) {
+			t.Errorf("value %q: %v, want NOTSTAMP saying %q", value, err, why)
+		}
+		if v := rdb.Get(ctx, "bad").Val(); v != value {
+			t.Errorf("value %q changed to %q", value, v)
+		}
+	}
+	rdb.Del(ctx, "bad")
+	rdb.RPush(ctx, "bad", "x")
+	_, err := runStampAcquire(rdb, "bad", "bad:fence", now, time.Minute)
+	wantWrongType(t, err)
 }
 
 func TestStampExtend(t *testing.T) {
