@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -32,6 +33,10 @@ type request struct {
 	// firstSent is when the first attempt of a request with a claim token started:
 	// a FairMutex hand-over to that token happens after it.
 	firstSent time.Time
+	// waitPart (a MultiMutex over several hash slots) is 1 + the part that refused the
+	// last attempt, whose channels alone wake the waiter, or 0 for all of them: set by the
+	// attempt, read by the channels' Route (multi.go).
+	waitPart atomic.Int32
 }
 
 // lock acquires t for r, waiting until ctx is done unless r.try is set.

@@ -48,6 +48,9 @@ type policy struct {
 	reentrant bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
+	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
+	// gives the others back rather than keep them until they expire (Hold.end).
+	allOrNone bool
 }
 
 // coordination is how the goroutines of one process share a lock key.

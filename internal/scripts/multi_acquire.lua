@@ -8,12 +8,14 @@
 --          and so on: KEYS[2i-1] and KEYS[2i] are the i-th name's
 -- ARGV[1]  the new holder's token (128 random bits, hex), written to every lock key
 -- ARGV[2]  lease length in milliseconds
+-- ARGV[3]  the smallest token to give, 0 for none: on a Cluster, the largest token of the
+--          hash slots taken before this one, so that the last slot's is every slot's
 --
 -- Reply: an integer.
 --   > 0  acquired: every name's lock key holds ARGV[1] for ARGV[2] ms, and every name's
 --        fencing counter holds the reply, its fencing token: one more than the largest
---        counter among the names, so that each name's counter grows with every
---        acquisition of it, by a Mutex or a MultiMutex
+--        counter among the names, or ARGV[3] if that is more, so that each name's counter
+--        grows with every acquisition of it, by a Mutex or a MultiMutex
 --   <= 0 refused (refusal.lua), and nothing changed: the longest remaining time among the
 --        names held (0 when one of them has no expiry), and the holder of the first name
 --        held. A lock key that holds "turn:<id>" (a promise of mutex_release.lua to a
@@ -49,9 +51,10 @@ for i = 1, n do
 		top = math.max(top, value)
 	end
 end
-local fence = string.format('%d', top + 1)
+local token = math.max(top + 1, tonumber(ARGV[3]))
+local fence = string.format('%d', token)
 for i = 1, n do
 	redis.call('SET', KEYS[2 * i - 1], ARGV[1], 'PX', ARGV[2])
 	redis.call('SET', KEYS[2 * i], fence)
 end
-return top + 1
+return token

@@ -21,7 +21,11 @@ func multiAcquireKeys(ks []keyspace.Keys) []string {
 }
 
 func runMultiAcquire(rdb redis.Scripter, ks []keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MultiAcquire.Run(ctx, rdb, multiAcquireKeys(ks), token, ttl.Milliseconds()).Int64()
+	return runMultiAcquireAbove(rdb, ks, token, ttl, 0)
+}
+
+func runMultiAcquireAbove(rdb redis.Scripter, ks []keyspace.Keys, token string, ttl time.Duration, floor int64) (int64, error) {
+	return MultiAcquire.Run(ctx, rdb, multiAcquireKeys(ks), token, ttl.Milliseconds(), floor).Int64()
 }
 
 // runMultiRelease releases with turns of turn ("" for none), publishing with publish.
@@ -79,6 +83,12 @@ func TestMultiAcquire(t *testing.T) {
 	// The same call again (its reply lost) finds its own token: acquired again.
 	got, err = runMultiAcquire(rdb, ks, tokenA, time.Minute)
 	must(t, got, err, 9)
+	// A floor below the counters changes nothing; one above them is the token.
+	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenA, time.Minute, 3)
+	must(t, got, err, 10)
+	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenA, time.Minute, 20)
+	must(t, got, err, 20)
+	rdb.Set(ctx, ks[0].Fence, 9, 0)
 
 	// A Mutex takes one of the names where a MultiMutex has it not: it counts on from 9.
 	must(t, 1, rdb.Del(ctx, ks[0].Lock, ks[1].Lock, ks[2].Lock).Err(), 1)
