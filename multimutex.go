@@ -20,8 +20,10 @@ import (
 // held; on a Redis Cluster, one script per hash slot (names that share a hash tag share a
 // slot), the slots in order, and a slot refused gives back the slots taken before it.
 // A MultiMutex never holds some of its names while it waits for the others, so two
-// MultiMutexes over overlapping sets cannot deadlock; after an error, none of the names is
-// held by it (a node that stopped answering lets its keys expire).
+// MultiMutexes over overlapping sets cannot deadlock. When Lock or TryLock returns an
+// error, none of the names is held by it: on one server or a Cluster, none of their keys
+// is left (a node that stopped answering lets its keys expire); on a quorum, what a
+// minority of nodes granted is released as the attempt ends, as for a Mutex.
 //
 // The Lease of a MultiMutex covers every name: it is renewed for all of them together,
 // and lost when any of them is lost (its key expired, deleted or taken), at which point
@@ -55,7 +57,7 @@ func (c *Client) MultiMutex(names []string, opts ...LockOption) *MultiMutex {
 func (m *MultiMutex) Lock(ctx context.Context) (*Lease, error) { return handle(m.m.Lock(ctx, false)) }
 
 // TryLock makes one attempt to acquire every name and returns an error wrapping
-// ErrNotAcquired if one of them is held. It holds none of them when it returns an error.
+// ErrNotAcquired if one of them is held; it then holds none of them.
 func (m *MultiMutex) TryLock(ctx context.Context) (*Lease, error) { return handle(m.m.Lock(ctx, true)) }
 
 // Do runs fn while holding every name: Lock, fn with the lease's context, Unlock. It
