@@ -25,16 +25,27 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 	}
 	replies, answered := b.send(c)
 	now := time.Now()
-	for i, h := range b.holds {
+	for i := 0; i < len(b.holds); {
+		h := b.holds[i]
 		ok, gone := countRenewed(replies, answered, i)
+		j := i + 1
+		// The other parts of a MultiMutex over several hash slots: it is renewed only if
+		// every part is, and lost if any part is.
+		for ; j < len(b.holds) && b.holds[j] == h; j++ {
+			partOK, partGone := countRenewed(replies, answered, j)
+			ok, gone = min(ok, partOK), max(gone, partGone)
+		}
 		applyRenewal(c, h, b.seqs[i], b.ttls[i], quorum.Deadline(b.start, b.beliefs[i], c.cfg.DriftFactor), b.start, now, ok, gone, renewReplies{replies, answered, i})
+		i = j
 	}
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
-// with the number, length and belief of its renewal (see hold.nextRenewal).
+// with the number, length and belief of its renewal (see hold.nextRenewal). A MultiMutex
+// over several hash slots is there once per part, in a row, with the part in targets.
 type renewals struct {
 	holds   []*Hold
+	targets []*Target // what holds[i] renews: its Target, or one part of it
 	ttls    []time.Duration
 	seqs    []uint64
 	beliefs []time.Duration
@@ -45,6 +56,7 @@ type renewals struct {
 func captureRenewals(entries []*renew.Entry) *renewals {
 	b := &renewals{
 		holds:   make([]*Hold, 0, len(entries)),
+		targets: make([]*Target, 0, len(entries)),
 		ttls:    make([]time.Duration, 0, len(entries)),
 		seqs:    make([]uint64, 0, len(entries)),
 		beliefs: make([]time.Duration, 0, len(entries)),
@@ -55,15 +67,26 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if !live {
 			continue
 		}
-		b.holds = append(b.holds, h)
-		b.ttls = append(b.ttls, ttl)
-		b.seqs = append(b.seqs, seq)
-		b.beliefs = append(b.beliefs, belief)
+		if h.t.parts == nil {
+			b.add(h, h.t, seq, ttl, belief)
+		}
+		for _, p := range h.t.parts {
+			b.add(h, p, seq, ttl, belief)
+		}
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
 		}
 	}
 	return b
+}
+
+// add appends the renewal of h's Target t (h.t, or one part of it).
+func (b *renewals) add(h *Hold, t *Target, seq uint64, ttl, belief time.Duration) {
+	b.holds = append(b.holds, h)
+	b.targets = append(b.targets, t)
+	b.ttls = append(b.ttls, ttl)
+	b.seqs = append(b.seqs, seq)
+	b.beliefs = append(b.beliefs, belief)
 }
 
 // send sends b and waits for the replies. replies[node][i] is node's answer for
@@ -79,7 +102,8 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		calls := make([]*batch.Call, len(b.holds))
 		for i, h := range b.holds {
 			calls[i] = &batch.Call{Node: node, Deadline: b.start.Add(timeout), Done: answers}
-			h.t.scheme.extend(h.t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
+			t := b.targets[i]
+			t.scheme.extend(t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
 		}
 		replies[node] = calls
 		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict

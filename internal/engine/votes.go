@@ -193,6 +193,12 @@ func (v *votes) cannotWin(need int) bool {
 // settled is an attempt's decide: a majority granted, or it cannot get one.
 func (v *votes) settled(need int) bool { return v.yes >= need || v.cannotWin(need) }
 
+// releaseSettled is a release's decide: every node answered, or enough to tell the
+// outcome (released, or no longer held).
+func (v *votes) releaseSettled(n, need int) bool {
+	return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need
+}
+
 // A verdict is what one acquisition attempt came to.
 type verdict int
 
