@@ -20,6 +20,10 @@ var (
 	ErrReleased = engine.ErrReleased
 	// ErrClosed is returned by every operation of a closed Client.
 	ErrClosed = engine.ErrClosed
+	// ErrNotReplicated is wrapped by the error of an acquisition, Extend or Unlock whose
+	// write fewer replicas acknowledged in time than WithReplicaAcks asks; the error says
+	// how many did.
+	ErrNotReplicated = engine.ErrNotReplicated
 )
 
 // NodeError is one node's failure: an error reply, a connection that failed, or no answer

@@ -67,6 +67,11 @@ type Call struct {
 
 	Val int64 // the script's integer reply
 	Err error
+	// Acked and AckErr, for a batcher made by NewAcked and a call that did not fail: how
+	// many replicas acknowledged the round trip that carried the call (WAIT's reply), or
+	// why WAIT failed. Zero and nil otherwise.
+	Acked  int64
+	AckErr error
 
 	// Done must have room for the reply: the batcher never blocks on it. It is not
 	// send-only so that a caller that stopped waiting can still hear the reply later.

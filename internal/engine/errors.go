@@ -12,6 +12,8 @@ var (
 	ErrLost        = errors.New("dlock: lease lost")
 	ErrReleased    = errors.New("dlock: lease released")
 	ErrClosed      = errors.New("dlock: client closed")
+	// ErrNotReplicated: a write that fewer replicas acknowledged than WithReplicaAcks asks.
+	ErrNotReplicated = errors.New("dlock: not replicated")
 )
 
 // advice is what to do about the errors whose cause is a setting or the data rather than
