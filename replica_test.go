@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -306,4 +307,51 @@ func TestFailoverWindow(t *testing.T) {
 		t.Fatalf("Extend on the new master: %v", err)
 	}
 	_ = l.Unlock(ctx)
+}
+
+// TestReplicaAcksCluster: on a Cluster, each call's WAIT goes to the master of its key:
+// with the replication of one master cut, a lock there fails with ErrNotReplicated while
+// a lock on another master succeeds; and after a manual failover of that other master,
+// the lease's Unlock follows the MOVED reply to the new master.
+func TestReplicaAcksCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.WithReplica())
+	rdb := cl.Client(t)
+	c := newClient(t, rdb, dlock.WithReplicaAcks(1, 200*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	cut, other := clusterName(t, rdb, cl, 0), clusterName(t, rdb, cl, 1)
+	cl.CutReplication(t, 0)
+	if _, err := c.Mutex(cut).TryLock(ctx); !errors.Is(err, dlock.ErrNotReplicated) {
+		t.Fatalf("TryLock on the master whose replication is cut: %v; want ErrNotReplicated", err)
+	}
+	l, err := c.Mutex(other).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock on a master whose replica is in step: %v", err)
+	}
+	cl.Failover(t, 1)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock after its master failed over: %v", err)
+	}
+	if n, err := cl.Servers[1].Client(t).Exists(ctx, "dlock:"+other).Result(); err != nil || n != 0 {
+		t.Fatalf("the new master still has the lock key after Unlock (%d, %v)", n, err)
+	}
+	l = mustLock(t, c.Mutex(other), ctx)
+	_ = l.Unlock(ctx)
+}
+
+// clusterName returns a lock name whose keys master i of cl serves.
+func clusterName(t *testing.T, rdb *redis.ClusterClient, cl *redistest.Cluster, i int) string {
+	t.Helper()
+	for n := range 10000 {
+		name := "lock" + strconv.Itoa(n)
+		slot, err := rdb.ClusterKeySlot(context.Background(), "dlock:"+name).Result()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT: %v", err)
+		}
+		if int(slot)*len(cl.Servers)/16384 == i {
+			return name
+		}
+	}
+	t.Fatalf("no lock name on master %d", i)
+	return ""
 }
