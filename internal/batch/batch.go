@@ -10,6 +10,9 @@
 // lane's round trip is under way go out together in its next one. SendAll (the renewals)
 // always runs one explicit go-redis pipeline of its own, whatever carries single calls.
 //
+// A batcher made by NewAcked (acks.go) ends every round trip with WAIT, for the replica
+// acknowledgements of WithReplicaAcks; it always uses the lanes.
+//
 // go-redis' AutoPipeliner (auto.go) is the other carrier of single calls, measured against
 // the lanes in BENCHMARKS.md; only the benchmark program selects it, with DefaultTransport.
 //
