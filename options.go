@@ -80,7 +80,8 @@ const MaxReplicaAckTimeout = 10 * time.Second
 // Redis client must be a *redis.Client (a server, or a Sentinel failover client) or a
 // *redis.ClusterClient: on a Cluster each master's calls go through the node client of
 // that master, whose hooks (ClusterClient.OnNewNode) see them, not the cluster client's.
-// Without this option nothing is waited for and nothing is added to a round trip.
+// Inspect and ForceUnlock, operators' tools, do not wait. Without this option nothing is
+// waited for and nothing is added to a round trip.
 func WithReplicaAcks(replicas int, timeout time.Duration) Option {
 	return func(c *clientConfig) {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -354,4 +355,52 @@ func clusterName(t *testing.T, rdb *redis.ClusterClient, cl *redistest.Cluster, 
 	}
 	t.Fatalf("no lock name on master %d", i)
 	return ""
+}
+
+// TestReplicaAcksEveryKind: every kind of lock works with acknowledgements when two
+// Clients (two processes, say) contend for it, hand-offs and grants included: a grant that
+// a release passed on is confirmed by the grantee with an acknowledged attempt of its own.
+func TestReplicaAcksEveryKind(t *testing.T) {
+	t.Parallel()
+	d := startReplicated(t)
+	clients := []*dlock.Client{
+		newClient(t, d.rdb, dlock.WithReplicaAcks(1, time.Second/2)),
+		newClient(t, d.master.Client(t), dlock.WithReplicaAcks(1, time.Second/2)),
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	for _, kind := range []struct {
+		name string
+		lock func(c *dlock.Client) (*dlock.Lease, error)
+	}{
+		{"Mutex", func(c *dlock.Client) (*dlock.Lease, error) { return c.Mutex("kind:m").Lock(ctx) }},
+		{"FairMutex", func(c *dlock.Client) (*dlock.Lease, error) { return c.FairMutex("kind:f").Lock(ctx) }},
+		{"RWMutex", func(c *dlock.Client) (*dlock.Lease, error) { return c.RWMutex("kind:rw").Lock(ctx) }},
+		{"Semaphore", func(c *dlock.Client) (*dlock.Lease, error) { return c.Semaphore("kind:s", 1).Acquire(ctx, 1) }},
+	} {
+		var wg sync.WaitGroup
+		var holders, overlaps atomic.Int64
+		for i := range 4 {
+			wg.Go(func() {
+				for range 10 {
+					l, err := kind.lock(clients[i%2])
+					if err != nil {
+						t.Errorf("%s: %v", kind.name, err)
+						return
+					}
+					if holders.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					time.Sleep(time.Millisecond)
+					holders.Add(-1)
+					if err := l.Unlock(ctx); err != nil {
+						t.Errorf("%s: Unlock: %v", kind.name, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := overlaps.Load(); n > 0 {
+			t.Errorf("%s: %d holds began while another was held", kind.name, n)
+		}
+	}
 }
