@@ -54,7 +54,7 @@ func (a *Acks) waitCmd(ctx context.Context) *redis.IntCmd {
 func (b *lanes) runAcked(ctx context.Context, calls []*Call) {
 	cc, ok := b.rdb.(*redis.ClusterClient)
 	if !ok {
-		b.ackedPipeline(ctx, b.rdb, calls, true)
+		b.ackedPipeline(ctx, b.rdb, calls, false) // a MOVED here is answered as the call's error
 		return
 	}
 	groups := byMaster(ctx, cc, calls)
