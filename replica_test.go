@@ -104,6 +104,9 @@ func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
 	d := startReplicated(t)
 	replica := d.replica.Client(t)
+	// A generous timeout while the replica is in step (the link is a proxy in this
+	// process, on a loaded machine), a short one once it is cut: every attempt waits it.
+	inStep := newClient(t, d.rdb, dlock.WithReplicaAcks(1, 500*time.Millisecond))
 	c := newClient(t, d.rdb, dlock.WithReplicaAcks(1, 100*time.Millisecond))
 	ctx := ctxTimeout(t, 30*time.Second)
 	onReplica := func(name string) bool {
@@ -114,7 +117,7 @@ func TestReplicaAcks(t *testing.T) {
 		return n == 1
 	}
 
-	l := mustLock(t, c.Mutex("in-step"), ctx)
+	l := mustLock(t, inStep.Mutex("in-step"), ctx)
 	if !onReplica("in-step") {
 		t.Fatal("Lock returned before the replica had the key")
 	}
@@ -131,13 +134,13 @@ func TestReplicaAcks(t *testing.T) {
 		t.Fatal("Unlock returned before the replica had dropped the key")
 	}
 
-	short := mustLock(t, c.Mutex("renewed", dlock.TTL(600*time.Millisecond)), ctx)
+	short := mustLock(t, inStep.Mutex("renewed", dlock.TTL(600*time.Millisecond)), ctx)
 	lostAt := make(chan time.Time, 1)
 	go func() {
 		<-short.Done()
 		lostAt <- time.Now()
 	}()
-	held := mustLock(t, c.Mutex("held"), ctx)
+	held := mustLock(t, inStep.Mutex("held"), ctx)
 	d.cut(t)
 
 	t.Run("acquisition", func(t *testing.T) {
@@ -239,7 +242,7 @@ func TestReplicaAcksOncePerRoundTrip(t *testing.T) {
 		rdb.AddHook(hook)
 		var opts []dlock.Option
 		if acks {
-			opts = append(opts, dlock.WithReplicaAcks(1, 200*time.Millisecond))
+			opts = append(opts, dlock.WithReplicaAcks(1, 500*time.Millisecond))
 		}
 		c := newClient(t, rdb, opts...)
 		ctx := ctxTimeout(t, 30*time.Second)
@@ -281,7 +284,7 @@ func TestFailoverWindow(t *testing.T) {
 	}))
 	ctx := ctxTimeout(t, time.Minute)
 	first := newClient(t, d.Client(t))
-	acked := newClient(t, d.Client(t), dlock.WithReplicaAcks(1, 100*time.Millisecond))
+	acked := newClient(t, d.Client(t), dlock.WithReplicaAcks(1, 500*time.Millisecond))
 	second := newClient(t, d.Client(t))
 	kept := mustLock(t, acked.Mutex("kept", dlock.TTL(10*time.Second)), ctx)
 
@@ -318,7 +321,7 @@ func TestReplicaAcksCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3, redistest.WithReplica())
 	rdb := cl.Client(t)
-	c := newClient(t, rdb, dlock.WithReplicaAcks(1, 200*time.Millisecond))
+	c := newClient(t, rdb, dlock.WithReplicaAcks(1, 500*time.Millisecond))
 	ctx := ctxTimeout(t, time.Minute)
 	cut, other := clusterName(t, rdb, cl, 0), clusterName(t, rdb, cl, 1)
 	cl.CutReplication(t, 0)

@@ -74,7 +74,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "failover-kill-acks",
-		fault:   "as failover-kill, every agent with WithReplicaAcks(1, 200ms); the killed master is restarted once the replica has taken over, and becomes its replica",
+		fault:   "as failover-kill, every agent with WithReplicaAcks(1, 500ms); the killed master is restarted once the replica has taken over, and becomes its replica",
 		asserts: "as failover-manual, and: exact counter, no overlap, tokens strictly increase. Until the new master has a replica, acquisitions fail with ErrNotReplicated (counted among the failed calls)",
 		checks:  []string{chkCounter, chkExclusive, chkTokens, chkLossOnTime, chkNoErrors},
 		runs:    1,
@@ -83,7 +83,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "failover-window",
-		fault:   "a master with a replica that replicates through a proxy, and 3 Sentinels; K takes a lock with WithReplicaAcks(1, 200ms); the proxy is cut; A takes a lock without acknowledgements, K tries another with them; SENTINEL FAILOVER; B locks A's lock and tries K's (TTL 6s)",
+		fault:   "a master with a replica that replicates through a proxy, and 3 Sentinels; K takes a lock with WithReplicaAcks(1, 500ms); the proxy is cut; A takes a lock without acknowledgements, K tries another with them; SENTINEL FAILOVER; B locks A's lock and tries K's (TTL 6s)",
 		asserts: "K's acquisition with the link cut fails with ErrNotReplicated and leaves no key; K's lock, acknowledged before the cut, is still held after the failover (B is refused); A's lease is lost by its ValidUntil. B getting A's lock while A holds it is the documented limitation, measured",
 		checks:  []string{chkAcks, chkLossOnTime, chkNoErrors},
 		runs:    1,
@@ -101,7 +101,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "cluster-failover",
-		fault:   "a Cluster of 3 masters with a replica each; 3 processes × 2 goroutines take one lock for 14s with WithReplicaAcks(1, 200ms) through go-redis cluster clients (default slot-map reload, 1 min), A holds another (TTL 2s); CLUSTER FAILOVER on the lock's replica 1s in, then the new master killed (SIGKILL) 1s later: the old one takes over after the node timeout (5s), and the killed one is restarted to be its replica",
+		fault:   "a Cluster of 3 masters with a replica each; 3 processes × 2 goroutines take one lock for 14s with WithReplicaAcks(1, 500ms) through go-redis cluster clients (default slot-map reload, 1 min), A holds another (TTL 2s); CLUSTER FAILOVER on the lock's replica 1s in, then the new master killed (SIGKILL) 1s later: the old one takes over after the node timeout (5s), and the killed one is restarted to be its replica",
 		asserts: "exact counter, no overlap, tokens strictly increase; every Lock returns; A's lease, if lost, is lost by its ValidUntil; a Lock on the lock's master works afterwards (dlock found the replica that took over)",
 		checks:  []string{chkCounter, chkExclusive, chkTokens, chkLossOnTime, chkNoErrors},
 		runs:    1,
