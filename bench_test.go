@@ -235,3 +235,38 @@ func BenchmarkMultiMutexLockUnlock(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplicaAcks alternates uncontended Lock+Unlock on a master with one replica,
+// without and with WithReplicaAcks(1, 1s), in the same run, and reports both medians and
+// their ratio: the cost of waiting for the replica (two WAITs a pair, one per round trip).
+func BenchmarkReplicaAcks(b *testing.B) {
+	master := redistest.Start(b, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	redistest.StartReplica(b, master.Addr)
+	plain := dlock.New(master.Client(b))
+	defer plain.Close()
+	acked := dlock.New(master.Client(b), dlock.WithReplicaAcks(1, 500*time.Millisecond))
+	defer acked.Close()
+	ctx := context.Background()
+	one := func(m *dlock.Mutex) time.Duration {
+		start := time.Now()
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	mp, ma := plain.Mutex("bench:plain"), acked.Mutex("bench:acked")
+	var tp, ta []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		tp = append(tp, one(mp))
+		ta = append(ta, one(ma))
+	}
+	pp, pa := median(tp), median(ta)
+	b.ReportMetric(float64(pp.Microseconds()), "p50-no-acks-µs")
+	b.ReportMetric(float64(pa.Microseconds()), "p50-acks-µs")
+	b.ReportMetric(float64(pa)/float64(pp), "p50-ratio")
+}

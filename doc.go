@@ -91,9 +91,13 @@
 // tokens, checked by the protected storage, protect against that.
 //
 // A single Redis deployment is as available and as durable as that deployment: with
-// asynchronous replication, a failover may lose a lock that was just granted. Use
-// NewQuorum over independent servers when that matters, and see the README on running
-// a quorum.
+// asynchronous replication, a failover may lose a lock that was just granted, and a
+// second holder may get it while the first still holds its lease. WithReplicaAcks makes
+// every write wait until replicas have it (WAIT), so that a lock no replica acknowledged
+// is refused (ErrNotReplicated) and one they did survives a failover to one of them; it
+// narrows the window but does not close it, since a replica that did not acknowledge can
+// still be promoted. Use NewQuorum over independent servers when that matters, fencing
+// tokens always, and see the README on replicas and failover and on running a quorum.
 //
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.

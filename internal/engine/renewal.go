@@ -118,6 +118,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	for waiting := n; waiting > 0; {
 		select {
 		case call := <-answers:
+			c.foldAck(call) // a renewal not replicated failed: retried until the deadline
 			if missing[call.Node]--; missing[call.Node] == 0 {
 				answered[call.Node] = true
 				waiting--

@@ -63,6 +63,7 @@ func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	v.markSilent(c.nodes, only)
 	timeout := c.nodeTimeout(ttl)
 	quorum.Fanout(ctx, c.batchers, calls, only, timeout, prepare, func(call *batch.Call) bool {
+		c.foldAck(call)
 		v.tally(call.Node, call.Val, call.Err)
 		v.decided = decide(v)
 		return v.decided
