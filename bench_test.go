@@ -205,3 +205,68 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 		b.ReportMetric(float64(p1)/float64(p0), "p50-ratio")
 	})
 }
+
+// BenchmarkMultiMutexLockUnlock locks and unlocks three names at once, uncontended: on one
+// server one script each way, like a Mutex; on a Cluster one script per hash slot, taken in
+// order, and released at once.
+func BenchmarkMultiMutexLockUnlock(b *testing.B) {
+	for _, d := range []struct {
+		name string
+		rdb  func(b *testing.B) redis.UniversalClient
+	}{
+		{"standalone", func(b *testing.B) redis.UniversalClient { return redistest.Start(b).Client(b) }},
+		{"cluster", func(b *testing.B) redis.UniversalClient { return redistest.StartCluster(b, 3).Client(b) }},
+	} {
+		b.Run(d.name, func(b *testing.B) {
+			c := dlock.New(d.rdb(b))
+			defer c.Close()
+			ctx := context.Background()
+			m := c.MultiMutex([]string{"bench:1", "bench:2", "bench:3"})
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReplicaAcks alternates uncontended Lock+Unlock on a master with one replica,
+// without and with WithReplicaAcks(1, 1s), in the same run, and reports both medians and
+// their ratio: the cost of waiting for the replica (two WAITs a pair, one per round trip).
+func BenchmarkReplicaAcks(b *testing.B) {
+	master := redistest.Start(b, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	redistest.StartReplica(b, master.Addr)
+	plain := dlock.New(master.Client(b))
+	defer plain.Close()
+	acked := dlock.New(master.Client(b), dlock.WithReplicaAcks(1, 500*time.Millisecond))
+	defer acked.Close()
+	ctx := context.Background()
+	one := func(m *dlock.Mutex) time.Duration {
+		start := time.Now()
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	mp, ma := plain.Mutex("bench:plain"), acked.Mutex("bench:acked")
+	var tp, ta []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		tp = append(tp, one(mp))
+		ta = append(ta, one(ma))
+	}
+	pp, pa := median(tp), median(ta)
+	b.ReportMetric(float64(pp.Microseconds()), "p50-no-acks-µs")
+	b.ReportMetric(float64(pa.Microseconds()), "p50-acks-µs")
+	b.ReportMetric(float64(pa)/float64(pp), "p50-ratio")
+}

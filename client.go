@@ -74,9 +74,12 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 	if cfg.Err != nil {
 		return nil, cfg.Err
 	}
+	if err := checkAcks(rdbs, cfg.Acks); err != nil {
+		return nil, err
+	}
 	batchers := make([]*batch.Batcher, len(rdbs))
 	for i, rdb := range rdbs {
-		batchers[i] = newTransport(rdb)
+		batchers[i] = newTransport(rdb, cfg.Acks)
 	}
 	return &Client{e: engine.NewClient(rdbs, batchers, cfg, public)}, nil
 }
@@ -91,12 +94,17 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 const pipelinesInFlight = 4
 
 // newTransport starts the carrier of rdb's calls (see New): go-redis pipelines over one
-// lane for a single server, over a few for a Cluster or Ring.
-func newTransport(rdb redis.UniversalClient) *batch.Batcher {
+// lane for a single server, over a few for a Cluster or Ring; with acks, pipelines that
+// end with WAIT (batch.NewAcked).
+func newTransport(rdb redis.UniversalClient, acks batch.Acks) *batch.Batcher {
+	lanes := pipelinesInFlight
 	if _, one := rdb.(*redis.Client); one {
-		return batch.New(rdb, 1)
+		lanes = 1
 	}
-	return batch.New(rdb, pipelinesInFlight)
+	if acks.Replicas > 0 {
+		return batch.NewAcked(rdb, lanes, acks)
+	}
+	return batch.New(rdb, lanes)
 }
 
 func failedClient(err error, opts []Option) *Client {

@@ -15,8 +15,9 @@
 //	return buildReport(lease.Context()) // stops when the lease is lost
 //
 // FairMutex grants in request order across processes, RWMutex admits many readers or one
-// writer, and Semaphore hands out at most a fixed number of permits; each acquisition of
-// any of them is a Lease with the same guarantees.
+// writer, Semaphore hands out at most a fixed number of permits, and MultiMutex locks
+// several names at once, all or none; each acquisition of any of them is a Lease with the
+// same guarantees.
 //
 // TimestampMutex speaks the legacy SETNX + GETSET timestamp protocol, for a service that
 // joins a system whose other clients still lock that way. Its key holds a deadline on
@@ -47,7 +48,21 @@
 // Fencing: Token is strictly greater than the token of every earlier acquisition of the
 // same name, across processes and client restarts. Give it to the storage you protect and
 // have it refuse writes with a smaller token than it has seen: that is what makes a
-// holder that was paused past its lease (a long GC pause, a stopped VM) harmless.
+// holder that was paused past its lease (a long GC pause, a stopped VM) harmless. A
+// MultiMutex lease has a token for each name (Tokens), each with that guarantee for its
+// name, whichever of Mutex and MultiMutex took the name before; it gives all its names
+// one token, Token.
+//
+// All or none: a MultiMutex takes its names in one fixed order, by one script on a server
+// (or on each node of a quorum) that takes them only if none is held, and on a Redis
+// Cluster by one script per hash slot, in slot order, giving back the slots it took when a
+// later one is held. It never holds some names while it waits for others, so MultiMutexes
+// over overlapping sets cannot deadlock, and after an error it holds none of them. Its
+// lease is renewed for every name together and is lost when any one of them is, and the
+// others are then given back. Each name keeps a Mutex's keys: a MultiMutex and a Mutex of
+// one of its names exclude each other, and each one's release wakes the other's waiters.
+// A MultiMutex is not re-entrant: Lock with a context that carries a live lease of the same
+// Client on one of its names returns an error rather than wait for itself.
 //
 // Waiting does not poll. A waiter wakes when a dlock holder releases, when the holder's
 // lease runs out, and, if the server publishes keyspace events (notify-keyspace-events
@@ -76,9 +91,13 @@
 // tokens, checked by the protected storage, protect against that.
 //
 // A single Redis deployment is as available and as durable as that deployment: with
-// asynchronous replication, a failover may lose a lock that was just granted. Use
-// NewQuorum over independent servers when that matters, and see the README on running
-// a quorum.
+// asynchronous replication, a failover may lose a lock that was just granted, and a
+// second holder may get it while the first still holds its lease. WithReplicaAcks makes
+// every write wait until replicas have it (WAIT), so that a lock no replica acknowledged
+// is refused (ErrNotReplicated) and one they did survives a failover to one of them; it
+// narrows the window but does not close it, since a replica that did not acknowledge can
+// still be promoted. Use NewQuorum over independent servers when that matters, fencing
+// tokens always, and see the README on replicas and failover and on running a quorum.
 //
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.
@@ -113,4 +132,6 @@
 // lock key may hold "turn:" and the id of the process it is promised to. All share one
 // Redis Cluster hash slot. A TimestampMutex uses the same lock key and fencing counter; its
 // lock key holds the holder's deadline in unix milliseconds.
+// Redis Cluster hash slot. A MultiMutex uses the lock key and fencing counter of a Mutex
+// of each of its names.
 package dlock

@@ -24,6 +24,10 @@ var (
 	// something that is not a unix-ms deadline (text, a number in seconds); the error
 	// quotes what it holds.
 	ErrNotTimestamp = engine.ErrNotTimestamp
+	// ErrNotReplicated is wrapped by the error of an acquisition, Extend or Unlock whose
+	// write fewer replicas acknowledged in time than WithReplicaAcks asks; the error says
+	// how many did.
+	ErrNotReplicated = engine.ErrNotReplicated
 )
 
 // NodeError is one node's failure: an error reply, a connection that failed, or no answer

@@ -47,7 +47,8 @@ func handle(l *engine.Lease, err error) (*Lease, error) {
 	return l.Handle.(*Lease), err
 }
 
-// Name returns the name of the lock.
+// Name returns the name of the lock; for a MultiMutex, its names joined by commas in the
+// order given.
 func (l *Lease) Name() string { return l.e.Name() }
 
 // Token returns the fencing token: strictly greater than the token of every earlier
@@ -55,6 +56,12 @@ func (l *Lease) Name() string { return l.e.Name() }
 // remembers the largest token it has seen can refuse the writes of a stale holder.
 // Re-entry does not change it.
 func (l *Lease) Token() uint64 { return l.e.Token() }
+
+// Tokens returns the fencing token of each name the lease holds: for a MultiMutex, one
+// entry per name, each strictly greater than the token of every earlier acquisition of
+// that name, by a Mutex or a MultiMutex, and Token is the largest; for any other lock, one
+// entry, its name and Token. The map is new at each call.
+func (l *Lease) Tokens() map[string]uint64 { return l.e.Tokens() }
 
 // Context returns a context that carries the values of the ctx given to Lock (but not its
 // deadline or cancellation) and this lease, and that is cancelled, with ErrLost or

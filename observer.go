@@ -83,6 +83,8 @@ const (
 	KindWrite = "write" // RWMutex.Lock: the write lease
 	// KindTimestamp is a TimestampMutex's (Inspect reports its key as a KindMutex).
 	KindTimestamp = "timestamp"
+	// KindMulti is a MultiMutex's; Name is its names joined by commas.
+	KindMulti = "multi"
 )
 
 // WaitStart is the start of a Lock, TryLock or Acquire call.

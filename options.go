@@ -54,6 +54,47 @@ func WithDriftFactor(f float64) Option {
 	}
 }
 
+// MaxReplicaAckTimeout is the longest wait WithReplicaAcks accepts: 10 seconds.
+const MaxReplicaAckTimeout = 10 * time.Second
+
+// WithReplicaAcks makes every write of the Client wait until replicas replicas of the
+// master have acknowledged it, for at most timeout: each round trip of acquisitions,
+// renewals, Extends and Unlocks is followed by WAIT replicas timeout, in the same
+// pipeline to the key's master. The cost is paid once per round trip, not once per lock:
+// the renewals of one tick wait once.
+//
+// An acquisition whose write fewer replicas acknowledged is undone and fails with an
+// error that wraps ErrNotReplicated (Lock retries a few times first, as after any failed
+// attempt; TryLock returns it at once). A renewal that is not acknowledged counts as
+// failed and is retried until the lease's deadline; an Extend that is not returns the
+// error and leaves the lease as it was; an Unlock that is not returns it, and the lease
+// has ended all the same.
+//
+// Acknowledgements narrow the window in which a failover loses a lock: a lock that was
+// acknowledged is on the replicas when one of them is promoted. They do not close it:
+// WAIT is not consensus, and a replica that did not acknowledge can still be promoted
+// (see the README, "Replicas and failover"); fencing tokens are what protect the data.
+//
+// replicas must be at least 1 and timeout between 1ms and MaxReplicaAckTimeout, and
+// shorter than the Redis client's ReadTimeout, which bounds the pipeline's replies. The
+// Redis client must be a *redis.Client (a server, or a Sentinel failover client) or a
+// *redis.ClusterClient: on a Cluster each master's calls go through the node client of
+// that master, whose hooks (ClusterClient.OnNewNode) see them, not the cluster client's.
+// Inspect and ForceUnlock, operators' tools, do not wait. Without this option nothing is
+// waited for and nothing is added to a round trip.
+func WithReplicaAcks(replicas int, timeout time.Duration) Option {
+	return func(c *clientConfig) {
+		switch {
+		case replicas < 1:
+			c.Err = fmt.Errorf("dlock: WithReplicaAcks(%d, %v): replicas must be at least 1: the number of replicas that must acknowledge each write", replicas, timeout)
+		case timeout < time.Millisecond || timeout > MaxReplicaAckTimeout:
+			c.Err = fmt.Errorf("dlock: WithReplicaAcks(%d, %v): timeout must be between 1ms and %v: WAIT blocks the Client's calls behind it for that long when a replica is down (WAIT with 0 would block forever)", replicas, timeout, MaxReplicaAckTimeout)
+		default:
+			c.Acks.Replicas, c.Acks.Timeout = replicas, timeout
+		}
+	}
+}
+
 // LockOption configures one lock.
 type LockOption func(*lockConfig)
 

@@ -26,9 +26,10 @@
 // expired or taken); a lost hold has status Error and dlock.hold.reason. It is linked to
 // the span of the call that acquired it.
 //
-// dlock's events carry no context, so both spans are root spans, each in a trace of its
-// own, made when what they cover has ended (with the start time it had): they are not
-// children of the caller's span. For the same reason dlock.verdict is set only when the
+// Both spans are children of the caller's span: the call's of the span in the ctx given to
+// Lock, the hold's of the span in the lease's context (which keeps that ctx's values).
+// Each is made when what it covers has ended, with the start time it had, since the
+// start of a call does not name the call its end belongs to. dlock.verdict is set only when the
 // last attempt is known to be the call's own: when no other call of the same lock (name
 // and kind) was under way in the process at the same time, as attempts name their lock
 // but not their call.

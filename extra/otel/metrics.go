@@ -62,8 +62,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	return &in, nil
 }
 
-// The recording of each event. The instruments are told with context.Background: the
-// events carry no context, and a measurement needs none.
+// The recording of each event. The instruments are told with context.Background: a
+// measurement needs no context, and the caller's may already be cancelled.
 
 func (in *instruments) waitStarted(a *lockAttrs) {
 	in.waiters.Add(context.Background(), 1, a.lock.add...)

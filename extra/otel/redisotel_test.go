@@ -42,11 +42,23 @@ func TestRedisotelSeesTheScripts(t *testing.T) {
 	caller.End()
 
 	var scripts []tracetest.SpanStub
+	dlockSpans := 0
 	for _, s := range r.spans.GetSpans() {
+		if strings.HasPrefix(s.Name, "dlock.") {
+			// The call's span and the hold's: children of the caller's, whose ctx the
+			// observer's events carry.
+			dlockSpans++
+			if s.Parent.SpanID() != caller.SpanContext().SpanID() {
+				t.Errorf("span %q has parent %v, want the caller's span %v", s.Name, s.Parent.SpanID(), caller.SpanContext().SpanID())
+			}
+		}
 		name := strings.ToLower(s.Name)
 		if strings.Contains(name, "eval") { // eval, evalsha, or a pipeline of them
 			scripts = append(scripts, s)
 		}
+	}
+	if dlockSpans != 2 {
+		t.Errorf("%d dlock spans, want the Lock call's and the hold's", dlockSpans)
 	}
 	if len(scripts) < 2 {
 		t.Fatalf("%d redisotel spans of scripts, want one for the Lock's and one for the Unlock's at least; spans: %v", len(scripts), spanNames(r.spans.GetSpans()))

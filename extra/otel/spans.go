@@ -15,10 +15,10 @@ import (
 // spans makes a span per Lock, TryLock or Acquire call and one per hold, the hold's
 // linked to the call's that acquired it.
 //
-// dlock's events carry no context, and the start of a call does not name the call its
-// end belongs to (two goroutines may wait for one lock), so each span is made when what
-// it covers has ended, from the duration the event reports: it starts at the end minus
-// that duration. Both are root spans; the link is the hold's tie to its call.
+// The start of a call does not name the call its end belongs to (two goroutines may wait
+// for one lock), so each span is made when what it covers has ended, from the duration
+// the event reports: it starts at the end minus that duration. Its parent is the span in
+// the event's context (the caller's); the link is the hold's tie to its call.
 type spans struct {
 	tracer trace.Tracer
 
@@ -85,7 +85,7 @@ func (s *spans) waitEnded(ev dlock.WaitEnd, outcome int, verdict dlock.Verdict, 
 	if outcome == outcomeAcquired {
 		attrs = append(attrs, keyToken.Int64(int64(ev.Token)))
 	}
-	_, span := s.tracer.Start(context.Background(), callName(ev.Kind),
+	_, span := s.tracer.Start(parent(ev.Context), callName(ev.Kind),
 		trace.WithTimestamp(end.Add(-ev.Waited)), trace.WithAttributes(attrs...))
 	if outcome == outcomeGaveUp {
 		span.RecordError(ev.Err, trace.WithTimestamp(end))
@@ -117,9 +117,18 @@ func (s *spans) holdEnded(ev dlock.HoldEnd) {
 	if linked {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: call}))
 	}
-	_, span := s.tracer.Start(context.Background(), holdName(ev.Kind), opts...)
+	_, span := s.tracer.Start(parent(ev.Context), holdName(ev.Kind), opts...)
 	if ev.Cause != dlock.NotLost {
 		span.SetStatus(codes.Error, ev.Reason)
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// parent is the context a span starts in: the one the event carries (the Lock's ctx, or
+// the lease's context, which keeps its values), so that the caller's span is its parent.
+func parent(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }

@@ -203,7 +203,7 @@ func checkSpans(t *testing.T, spans tracetest.SpanStubs, kind string, tokens map
 			t.Errorf("span %q has dlock.lock.kind %q, want %q", s.Name, v.AsString(), kind)
 		}
 		if s.Parent.IsValid() {
-			t.Errorf("span %q has a parent: the events carry no context, so it can only be a root span", s.Name)
+			t.Errorf("span %q has a parent: the workload's ctx carries no span, so it must be a root span", s.Name)
 		}
 		out, isCall := attr(s, "dlock.wait.outcome")
 		if !isCall {

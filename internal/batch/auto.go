@@ -159,6 +159,7 @@ func (a *auto) answer(c *Call) {
 	if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
 		c.Val, c.Err = c.Script.Eval(context.Background(), a.ap, c.Keys, c.Args...).Int64()
 	}
+	reloadIf(a.rdb, c.Err)
 	c.Done <- c
 }
 

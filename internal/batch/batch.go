@@ -10,6 +10,9 @@
 // lane's round trip is under way go out together in its next one. SendAll (the renewals)
 // always runs one explicit go-redis pipeline of its own, whatever carries single calls.
 //
+// A batcher made by NewAcked (acks.go) ends every round trip with WAIT, for the replica
+// acknowledgements of WithReplicaAcks; it always uses the lanes.
+//
 // go-redis' AutoPipeliner (auto.go) is the other carrier of single calls, measured against
 // the lanes in BENCHMARKS.md; only the benchmark program selects it, with DefaultTransport.
 //
@@ -67,6 +70,11 @@ type Call struct {
 
 	Val int64 // the script's integer reply
 	Err error
+	// Acked and AckErr, for a batcher made by NewAcked and a call that did not fail: how
+	// many replicas acknowledged the round trip that carried the call (WAIT's reply), or
+	// why WAIT failed. Zero and nil otherwise.
+	Acked  int64
+	AckErr error
 
 	// Done must have room for the reply: the batcher never blocks on it. It is not
 	// send-only so that a caller that stopped waiting can still hear the reply later.

@@ -20,6 +20,7 @@ type lanes struct {
 	rdb   redis.UniversalClient
 	lanes []chan *Call
 	seen  seen
+	acks  *Acks // every round trip ends with WAIT (NewAcked); nil: none
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -159,6 +160,10 @@ func (b *lanes) sendAll(calls []*Call) {
 			ctx, cancel = context.WithDeadline(ctx, d)
 		}
 		defer cancel()
+		if b.acks != nil {
+			b.runAcked(ctx, live)
+			return
+		}
 		runPipeline(ctx, b.rdb, &b.seen, live)
 	}()
 }
@@ -212,13 +217,17 @@ func (b *lanes) exec(rtp **roundTrip, batch []*Call) {
 			}
 		}()
 	}
-	switch len(live) {
-	case 1:
+	switch {
+	case b.acks != nil:
+		b.runAcked(ctx, live)
+		return
+	case len(live) == 1:
 		c := live[0]
 		c.Val, c.Err = b.seen.cmd(ctx, c, b.rdb).Int64()
 		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
 			c.Val, c.Err = c.Script.Eval(ctx, b.rdb, c.Keys, c.Args...).Int64()
 		}
+		reloadOnFailure(b.rdb, live)
 		c.Done <- c
 		return
 	}
@@ -261,13 +270,16 @@ func evalSha(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*
 	_, _ = pipe.Exec(ctx)
 	for i, c := range calls {
 		c.Val, c.Err = cmds[i].Int64()
-		if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
-			if !last {
-				missing = append(missing, c)
-				continue
-			}
+		if last && c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
 			// Flushed again, or the load failed: EVAL sends the source itself.
 			c.Val, c.Err = c.Script.Run(ctx, rdb, c.Keys, c.Args...).Int64()
+		}
+	}
+	reloadOnFailure(rdb, calls) // before the calls are handed back
+	for _, c := range calls {
+		if !last && c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+			missing = append(missing, c)
+			continue
 		}
 		c.Done <- c
 	}

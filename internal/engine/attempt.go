@@ -36,6 +36,9 @@ func newToken() string {
 // attempt succeeds only with a majority and with time left.
 func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attempt {
 	t, c := r.t, r.t.c
+	if t.parts != nil {
+		return acquireParts(ctx, lockCtx, r) // a MultiMutex over several hash slots
+	}
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	token, claim := attemptToken(r)
 	v := poll(ctx, c, nil, t.cfg.TTL,
@@ -157,7 +160,7 @@ func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bo
 	v := poll(ctx, c, low, t.cfg.TTL,
 		func(call *batch.Call) {
 			call.Script = scripts.FenceRaise
-			call.Keys = []string{t.keys.Fence}
+			call.Keys = fenceKeys(t)
 			call.Args = []any{arg}
 		},
 		func(v *votes) bool { return have+v.yes >= need })
@@ -169,7 +172,7 @@ func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bo
 func raiseAbandoned(t *Target, nodes []int, fence string) {
 	sendAll(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
 		call.Script = scripts.FenceRaise
-		call.Keys = []string{t.keys.Fence}
+		call.Keys = fenceKeys(t)
 		call.Args = []any{fence}
 		return true
 	})

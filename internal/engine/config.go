@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
 // ClientConfig is a Client's configuration; the public package's Options set it.
@@ -12,6 +14,7 @@ type ClientConfig struct {
 	Logger      *slog.Logger
 	DriftFactor float64
 	Observers   []Observer // told of every event, in this order (observer.go)
+	Acks        batch.Acks // replica acknowledgements asked of every write (acks.go); zero: none
 	Err         error      // the first invalid option
 }
 

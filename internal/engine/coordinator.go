@@ -60,10 +60,14 @@ func newCoordinator(t *Target) *coordinator {
 	case queueLocally:
 		return &coordinator{t: t}
 	case hotKey:
-		return &coordinator{t: t, handsOff: true, turns: len(t.c.nodes) == 1 && t.c.cfg.Prefix != ""}
+		return &coordinator{t: t, handsOff: true, turns: mutexTurns(t.c)}
 	}
 	return nil
 }
+
+// mutexTurns reports whether a Mutex of c takes turns (see coordinator.turns); a
+// MultiMutex release passes each name on with the same turns.
+func mutexTurns(c *Client) bool { return len(c.nodes) == 1 && c.cfg.Prefix != "" }
 
 // maxReserve bounds the fencing tokens reserved for hand-offs by one acquisition.
 const maxReserve = 64

@@ -11,11 +11,14 @@
 // uses: Target (target.go), request, waiting (wait.go), votes, Hold, Lease, renewals,
 // coordinator, localQueue, Client, Node.
 //
-// Each kind of lock is a scheme (its scripts, mutex.go, fair.go, rw.go, semaphore.go) and
-// a policy (scheme.go): how its waiters are known in Redis and how the goroutines of one
-// process share its key. The Mutex's hot-key machinery (local queue, hand-off, turns,
-// grants, standing requests) is one coordinator (coordinator.go), with hooks around the
-// wait, before an attempt, after the verdict and on release; the other kinds have none.
+// Each kind of lock is a scheme (its scripts, mutex.go, fair.go, rw.go, semaphore.go,
+// multi.go) and a policy (scheme.go): how its waiters are known in Redis and how the
+// goroutines of one process share its key. The Mutex's hot-key machinery (local queue,
+// hand-off, turns, grants, standing requests) is one coordinator (coordinator.go), with
+// hooks around the wait, before an attempt, after the verdict and on release; the other
+// kinds have none. A MultiMutex over several Redis Cluster hash slots is one Target per
+// slot, its parts, and the steps that send one call per node send one per part and node
+// for it (parts.go).
 //
 // What the observers are told is built and sent in observer.go, which each step calls in
 // one line; without observers, each call returns at once.

@@ -15,6 +15,8 @@ var (
 	// ErrNotTimestamp wraps the error of a TimestampMutex whose key holds something that
 	// is not a deadline (timestamp.go).
 	ErrNotTimestamp = errors.New("dlock: not a timestamp lock")
+	// ErrNotReplicated: a write that fewer replicas acknowledged than WithReplicaAcks asks.
+	ErrNotReplicated = errors.New("dlock: not replicated")
 )
 
 // advice is what to do about the errors whose cause is a setting or the data rather than

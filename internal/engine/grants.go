@@ -39,8 +39,18 @@ func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse t
 // takeGrant returns the hold of a grant this caller received, if enough of the granted
 // lease is left to be worth taking: else the next attempt, with the same token, confirms
 // the grant and starts a fresh lease.
+//
+// With replica acknowledgements, a grant is never taken as it is: the release that
+// granted it was acknowledged for the releaser, whose Unlock alone would hear that it was
+// not, so the grantee confirms it with an acknowledged attempt of its own (acks.go).
 func takeGrant(lockCtx context.Context, r *request) *Hold {
 	t := r.t
+	if t.c.cfg.Acks.Replicas > 0 {
+		for len(r.grants) > 0 {
+			<-r.grants
+		}
+		return nil
+	}
 	for {
 		var g scripts.Grant
 		select {

@@ -167,6 +167,9 @@ func (h *Hold) end(err error, reason string) bool {
 	h.c.sched.Remove(&h.entry)
 	h.cancel(err)
 	h.c.forget(h) // back to the local queue (localqueue.go): its head may now ask Redis
+	if err == ErrLost && h.t.policy.allOrNone {
+		h.t.releaseAbandoned(h.token, true) // the names not lost are free again at once
+	}
 	// After forget: an observer told of the end finds the lock free in this process.
 	h.reportEnd(err, reason)
 	if err == ErrLost {
@@ -324,9 +327,18 @@ func (h *Hold) release(ctx context.Context) error {
 		defer cancel()
 	}
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
-	v := poll(ctx, c, nil, wait,
-		func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
-		func(v *votes) bool { return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need })
+	var v *votes
+	if h.t.parts != nil { // a MultiMutex over several hash slots: a call per slot
+		v = pollParts(ctx, c, h.t.parts, wait,
+			func(p *Target, call *batch.Call) {
+				p.scheme.release(p, h.token, c.nodes[call.Node].PublishCommand(), call)
+			},
+			func(v *votes) bool { return v.releaseSettled(n, need) })
+	} else {
+		v = poll(ctx, c, nil, wait,
+			func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
+			func(v *votes) bool { return v.releaseSettled(n, need) })
+	}
 	released, gone := v.yes, v.no
 	switch {
 	case released > 0 && released+gone >= need:
@@ -355,9 +367,16 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	defer h.endExtend(shorten)
-	v := poll(ctx, c, nil, ttl,
-		func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
-		func(v *votes) bool { return v.yes >= need || v.no > n-need })
+	var v *votes
+	if h.t.parts != nil { // a MultiMutex over several hash slots: a call per slot
+		v = pollParts(ctx, c, h.t.parts, ttl,
+			func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, shorten, call) },
+			func(v *votes) bool { return v.yes >= need || v.no > n-need })
+	} else {
+		v = poll(ctx, c, nil, ttl,
+			func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
+			func(v *votes) bool { return v.yes >= need || v.no > n-need })
+	}
 	deadline := quorum.Deadline(v.start, belief, c.cfg.DriftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):

@@ -28,6 +28,8 @@ func (l *Lease) Name() string { return l.h.t.name }
 
 func (l *Lease) Token() uint64 { return l.h.fence }
 
+func (l *Lease) Tokens() map[string]uint64 { return tokens(l.h) }
+
 func (l *Lease) Context() context.Context { return l.ctx }
 
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }

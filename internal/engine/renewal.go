@@ -26,15 +26,17 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 	replies, answered := b.send(c)
 	b.heard(c, replies, answered)
 	now := time.Now()
-	for i := range b.holds {
-		b.apply(c, renewReplies{replies, answered, i}, now)
+	for i := 0; i < len(b.holds); {
+		i = b.apply(c, renewReplies{replies, answered, i}, now)
 	}
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
-// with the number, length and belief of its renewal (see hold.nextRenewal).
+// with the number, length and belief of its renewal (see hold.nextRenewal). A MultiMutex
+// over several hash slots is there once per part, in a row, with the part in targets.
 type renewals struct {
 	holds   []*Hold
+	targets []*Target // what holds[i] renews: its Target, or one part of it
 	ttls    []time.Duration
 	seqs    []uint64
 	beliefs []time.Duration
@@ -45,6 +47,7 @@ type renewals struct {
 func captureRenewals(entries []*renew.Entry) *renewals {
 	b := &renewals{
 		holds:   make([]*Hold, 0, len(entries)),
+		targets: make([]*Target, 0, len(entries)),
 		ttls:    make([]time.Duration, 0, len(entries)),
 		seqs:    make([]uint64, 0, len(entries)),
 		beliefs: make([]time.Duration, 0, len(entries)),
@@ -55,15 +58,26 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if !live {
 			continue
 		}
-		b.holds = append(b.holds, h)
-		b.ttls = append(b.ttls, ttl)
-		b.seqs = append(b.seqs, seq)
-		b.beliefs = append(b.beliefs, belief)
+		if h.t.parts == nil {
+			b.add(h, h.t, seq, ttl, belief)
+		}
+		for _, p := range h.t.parts {
+			b.add(h, p, seq, ttl, belief)
+		}
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
 		}
 	}
 	return b
+}
+
+// add appends the renewal of h's Target t (h.t, or one part of it).
+func (b *renewals) add(h *Hold, t *Target, seq uint64, ttl, belief time.Duration) {
+	b.holds = append(b.holds, h)
+	b.targets = append(b.targets, t)
+	b.ttls = append(b.ttls, ttl)
+	b.seqs = append(b.seqs, seq)
+	b.beliefs = append(b.beliefs, belief)
 }
 
 // send sends b and waits for the replies. replies[node][i] is node's answer for
@@ -79,7 +93,8 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		calls := make([]*batch.Call, len(b.holds))
 		for i, h := range b.holds {
 			calls[i] = &batch.Call{Node: node, Deadline: b.start.Add(timeout), Done: answers}
-			h.t.scheme.extend(h.t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
+			t := b.targets[i]
+			t.scheme.extend(t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
 		}
 		replies[node] = calls
 		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
@@ -94,6 +109,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	for waiting := n; waiting > 0; {
 		select {
 		case call := <-answers:
+			c.foldAck(call) // a renewal not replicated failed: retried until the deadline
 			if missing[call.Node]--; missing[call.Node] == 0 {
 				answered[call.Node] = true
 				waiting--
@@ -124,6 +140,19 @@ func (b *renewals) heard(c *Client, replies [][]*batch.Call, answered []bool) {
 	}
 }
 
+// counted counts the nodes that renewed the hold at.i and those that no longer hold it,
+// and returns the index after it. A MultiMutex over several hash slots is in b once per
+// part, in a row: it is renewed only if every part is, and lost if any part is.
+func (b *renewals) counted(at renewReplies) (ok, gone, next int) {
+	ok, gone = countRenewed(at.calls, at.answered, at.i)
+	next = at.i + 1
+	for ; next < len(b.holds) && b.holds[next] == b.holds[at.i]; next++ {
+		partOK, partGone := countRenewed(at.calls, at.answered, next)
+		ok, gone = min(ok, partOK), max(gone, partGone)
+	}
+	return ok, gone, next
+}
+
 // countRenewed counts the nodes that renewed the hold numbered i and those that no longer
 // hold it, among the nodes that answered.
 func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int) {
@@ -144,10 +173,11 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 
 // apply applies the outcome of the renewal of the hold at.i, whose replies at locates, at
 // now: it proves the key lives until the renewal's deadline if a majority renewed it; a
-// majority that no longer holds it loses the hold; anything else is retried.
-func (b *renewals) apply(c *Client, at renewReplies, now time.Time) {
+// majority that no longer holds it loses the hold; anything else is retried. It returns
+// the index of the next hold in b.
+func (b *renewals) apply(c *Client, at renewReplies, now time.Time) (next int) {
 	h, ttl := b.holds[at.i], b.ttls[at.i]
-	ok, gone := countRenewed(at.calls, at.answered, at.i)
+	ok, gone, next := b.counted(at)
 	deadline := quorum.Deadline(b.start, b.beliefs[at.i], c.cfg.DriftFactor)
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
@@ -166,6 +196,7 @@ func (b *renewals) apply(c *Client, at renewReplies, now time.Time) {
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
 		h.renewalFailed(ok, at)
 	}
+	return next
 }
 
 // renewTimeout is how long a renewal waits for the nodes' replies: a hung node must not

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -33,6 +34,10 @@ type request struct {
 	// a FairMutex hand-over to that token happens after it.
 	firstSent time.Time
 	attempts  int // attempts made in Redis, for the observers
+	// waitPart (a MultiMutex over several hash slots) is 1 + the part that refused the
+	// last attempt, whose channels alone wake the waiter, or 0 for all of them: set by the
+	// attempt, read by the channels' Route (multi.go).
+	waitPart atomic.Int32
 }
 
 // lock acquires t for r, waiting until ctx is done unless r.try is set.

@@ -67,6 +67,9 @@ type policy struct {
 	// minBackoff, because holders of the kind may release without a word (TimestampMutex:
 	// the protocol's other clients DEL the key). 0 for kinds whose every release is heard.
 	recheck time.Duration
+	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
+	// gives the others back rather than keep them until they expire (Hold.end).
+	allOrNone bool
 }
 
 // coordination is how the goroutines of one process share a lock key.

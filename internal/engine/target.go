@@ -19,6 +19,9 @@ type Target struct {
 	keys   keyspace.Keys
 	cfg    LockConfig
 	err    error // an invalid name or option, returned by every method
+	// parts: a MultiMutex over several Redis Cluster hash slots is one Target per slot,
+	// taken in this order (multi.go); nil for every other lock.
+	parts []*Target
 
 	// Script arguments that do not change between calls, made (and boxed) once.
 	ttlArg           any      // cfg.TTL in milliseconds
@@ -66,6 +69,12 @@ func boxed(keys []string) []any {
 // wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
 // lets the key expire by itself.
 func (t *Target) releaseAbandoned(token any, wake bool) {
+	for _, p := range t.parts {
+		p.releaseAbandoned(token, wake)
+	}
+	if t.parts != nil {
+		return
+	}
 	sendAll(t.c, nil, t.cfg.TTL, func(call *batch.Call) bool {
 		publish := ""
 		if wake {

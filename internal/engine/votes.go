@@ -63,6 +63,7 @@ func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	v.markSilent(c.nodes, only)
 	timeout := c.nodeTimeout(ttl)
 	quorum.Fanout(ctx, c.batchers, calls, only, timeout, prepare, func(call *batch.Call) bool {
+		c.foldAck(call)
 		v.tally(call.Node, call.Val, call.Err)
 		v.decided = decide(v)
 		return v.decided
@@ -192,6 +193,12 @@ func (v *votes) cannotWin(need int) bool {
 
 // settled is an attempt's decide: a majority granted, or it cannot get one.
 func (v *votes) settled(need int) bool { return v.yes >= need || v.cannotWin(need) }
+
+// releaseSettled is a release's decide: every node answered, or enough to tell the
+// outcome (released, or no longer held).
+func (v *votes) releaseSettled(n, need int) bool {
+	return v.yes+v.no == n || (v.yes > 0 && v.yes+v.no >= need) || v.no > n-need
+}
 
 // A verdict is what one acquisition attempt came to.
 type verdict int

@@ -250,7 +250,15 @@ func drain(ch chan struct{}) {
 // timeout is left out, and found silent (Node.silentUntil); a node already silent is not
 // waited for. The waiter still wakes at the holder's expiry.
 func watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
-	t, c := r.t, r.t.c
+	if r.t.parts != nil {
+		return watchParts(ctx, r, wake) // a MultiMutex over several hash slots
+	}
+	return watchTarget(ctx, r.t, r, wake)
+}
+
+// watchTarget is watch of t's channels for r (t is r.t, or one part of it).
+func watchTarget(ctx context.Context, t *Target, r *request, wake chan struct{}) []*notify.Watch {
+	c := t.c
 	timeout := max(c.nodeTimeout(t.cfg.TTL), 100*time.Millisecond)
 	sub, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

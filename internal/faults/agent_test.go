@@ -17,10 +17,11 @@ import (
 // agent is the body of a holder process: a dlock Client on the lock deployment, a plain
 // client on the storage, and the leases it took, by the parent's ids.
 type agent struct {
-	cfg    agentConfig
-	client *dlock.Client
-	nodes  []*redis.Client
-	store  *redis.Client
+	cfg     agentConfig
+	client  *dlock.Client
+	nodes   []*redis.Client
+	cluster *redis.ClusterClient // the lock deployment when it is a Cluster (nodes is then empty)
+	store   *redis.Client
 
 	outMu sync.Mutex
 	out   *json.Encoder
@@ -76,6 +77,12 @@ func newAgent(cfg agentConfig) (*agent, error) {
 			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		}))
 	}
+	if len(cfg.Cluster) > 0 {
+		a.cluster = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:       cfg.Cluster,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		})
+	}
 	a.store = redis.NewClient(clientOptions(cfg.Store))
 	var err error
 	a.client, err = a.newClient()
@@ -84,14 +91,21 @@ func newAgent(cfg agentConfig) (*agent, error) {
 
 // newClient returns a dlock Client on the agent's nodes: New for one, NewQuorum for more.
 func (a *agent) newClient() (*dlock.Client, error) {
-	if len(a.nodes) == 1 {
-		return dlock.New(a.nodes[0]), nil
+	var opts []dlock.Option
+	if ac := a.cfg.Acks; ac != nil && a.cfg.Mutation != mutNoAcks {
+		opts = append(opts, dlock.WithReplicaAcks(ac.Replicas, ac.Timeout))
+	}
+	switch {
+	case a.cluster != nil:
+		return dlock.New(a.cluster, opts...), nil
+	case len(a.nodes) == 1:
+		return dlock.New(a.nodes[0], opts...), nil
 	}
 	rdbs := make([]redis.UniversalClient, len(a.nodes))
 	for i, n := range a.nodes {
 		rdbs[i] = n
 	}
-	return dlock.NewQuorum(rdbs)
+	return dlock.NewQuorum(rdbs, opts...)
 }
 
 // clientOptions are redistest's: 1s timeouts, the rest go-redis' defaults.
@@ -112,6 +126,9 @@ func (a *agent) shutdown() {
 	waitFor(&a.watchers, 2*time.Second) // Close ended every lease: let their ends be reported
 	for _, n := range a.nodes {
 		_ = n.Close()
+	}
+	if a.cluster != nil {
+		_ = a.cluster.Close()
 	}
 	_ = a.store.Close()
 }
@@ -154,6 +171,7 @@ func kindOf(err error) string {
 		{dlock.ErrNotHeld, "not-held"},
 		{dlock.ErrNotAcquired, "not-acquired"},
 		{dlock.ErrClosed, "closed"},
+		{dlock.ErrNotReplicated, "not-replicated"},
 		{context.DeadlineExceeded, "deadline"},
 	} {
 		if errors.Is(err, k.err) {

@@ -23,6 +23,7 @@ const (
 	chkBadInput    = "bad-input"
 	chkUntouched   = "untouched"
 	chkBelief      = "belief"
+	chkAcks        = "replica-acks"
 )
 
 // checkMeanings is the report's table of checks.
@@ -41,6 +42,7 @@ var checkMeanings = []struct{ name, means string }{
 	{chkBadInput, "invalid names, TTLs, sizes and counts get an error, at once, never a lease or a panic"},
 	{chkUntouched, "keys of the wrong type planted where dlock keeps its state are left exactly as they were (DUMP and TTL), and calls on them fail at once"},
 	{chkBelief, "a lease never believes in a key longer than a majority of the servers keep it"},
+	{chkAcks, "with WithReplicaAcks, a lock whose write no replica acknowledged is refused with ErrNotReplicated and left nowhere, and one that was acknowledged is still held on the promoted replica"},
 }
 
 // interval is one hold, as its holder believed in it: from the return of Lock to the

@@ -31,8 +31,10 @@ var limitations = []Limitation{
 			"the old master took that had not reached it are gone: a lock just granted, and the last " +
 			"increments of its fencing counter, so a second holder can appear and a token can repeat.",
 		Do: "for locks that must survive a failover, use a quorum of independent masters (NewQuorum); " +
-			"with one replicated deployment, rely on fencing and keep the storage refusing tokens it has seen.",
-		Scenarios: []string{"failover-manual", "failover-kill"},
+			"with one replicated deployment, WithReplicaAcks narrows the window (a lock no replica acknowledged " +
+			"is refused), but WAIT is not consensus: a replica that did not acknowledge can still be promoted, so " +
+			"rely on fencing and keep the storage refusing tokens it has seen.",
+		Scenarios: []string{"failover-manual", "failover-kill", "failover-window", "failover-window-cluster"},
 	},
 	{
 		Title: "Fencing",

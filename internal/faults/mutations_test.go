@@ -16,6 +16,7 @@ const (
 	mutClobber    = "clobber"     // on a wrong-type error the agent deletes the key and retries
 	mutBlackhole3 = "blackhole-3" // three nodes of five are blackholed, not two
 	mutShorten    = "shorten"     // the parent shortens the lock keys behind the holder's back
+	mutNoAcks     = "no-acks"     // the agents leave out WithReplicaAcks
 )
 
 // mutationCase runs one scenario once with one mutation.
@@ -42,4 +43,5 @@ var mutations = []mutationCase{
 	{mutClobber, "bad-input", "leaving foreign keys alone: a wrong-type key is deleted and the call retried"},
 	{mutBlackhole3, "blackhole-2", "the majority: three of five nodes are blackholed"},
 	{mutShorten, "extend-race", "agreement with Redis: the lock keys are shortened behind the holder's back"},
+	{mutNoAcks, "failover-window", "replica acknowledgements: the agents leave out WithReplicaAcks"},
 }

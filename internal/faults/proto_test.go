@@ -17,6 +17,18 @@ type agentConfig struct {
 	// Sentinel, if set, is the lock deployment instead of Nodes: a go-redis failover
 	// client that finds the master through these Sentinels.
 	Sentinel *sentinelConfig `json:"sentinel,omitempty"`
+	// Cluster, if set, is the lock deployment instead of Nodes: a go-redis cluster client
+	// with these seeds and go-redis' default ClusterStateReloadInterval (a minute), so
+	// that dlock has to find a promoted replica by itself.
+	Cluster []string `json:"cluster,omitempty"`
+	// Acks, if set, is the agent's WithReplicaAcks (left out under the no-acks mutation).
+	Acks *acksConfig `json:"acks,omitempty"`
+}
+
+// acksConfig is the arguments of WithReplicaAcks.
+type acksConfig struct {
+	Replicas int           `json:"replicas"`
+	Timeout  time.Duration `json:"timeout"`
 }
 
 // sentinelConfig names a Sentinel-managed master.

@@ -15,35 +15,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// crc16 is CRC16-XMODEM (polynomial 0x1021, initial value 0), the checksum Redis Cluster
-// uses for key slots.
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
-// slot is the Redis Cluster hash slot of key, with Redis's hash-tag rule: if the key has a
-// '{' and a '}' after it with at least one byte between the first '{' and the first '}'
-// after it, only those bytes are hashed.
-func slot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	return int(crc16([]byte(key)) & 16383)
-}
-
 func TestSlotKnownValues(t *testing.T) {
 	t.Parallel()
 	// Well-known values from the Redis documentation and from CLUSTER KEYSLOT on Redis 7.
@@ -61,17 +32,17 @@ func TestSlotKnownValues(t *testing.T) {
 		"{{x}}":                11068, // tag is "{x"
 		"\xff\x00":             1023,
 	} {
-		if got := slot(key); got != want {
-			t.Errorf("slot(%q) = %d, want %d", key, got, want)
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
 		}
 	}
-	if slot("{user1000}.following") != slot("user1000") {
+	if Slot("{user1000}.following") != Slot("user1000") {
 		t.Error("hash tag not applied")
 	}
 }
 
-// TestSlotAgainstCluster compares the test's slot function with CLUSTER KEYSLOT on a real
-// cluster node, for tricky and random keys, so that FuzzSlotTag checks the real rule.
+// TestSlotAgainstCluster compares Slot with CLUSTER KEYSLOT on a real cluster node, for
+// tricky and random keys, so that FuzzSlotTag checks the real rule.
 func TestSlotAgainstCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3)
@@ -98,8 +69,8 @@ func TestSlotAgainstCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, k := range keys {
-		if got, want := slot(k), int(cmds[i].Val()); got != want {
-			t.Errorf("slot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
+		if got, want := Slot(k), int(cmds[i].Val()); got != want {
+			t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
 		}
 	}
 }
@@ -191,15 +162,15 @@ func TestSlotTag(t *testing.T) {
 			t.Errorf("SlotTag(%q) = %q, %v; want %q", tt.key, got, err, tt.want)
 			continue
 		}
-		if tt.key != "" && slot(got+":anything") != slot(tt.key) {
-			t.Errorf("SlotTag(%q) = %q hashes to slot %d, the key to %d", tt.key, got, slot(got+":anything"), slot(tt.key))
+		if tt.key != "" && Slot(got+":anything") != Slot(tt.key) {
+			t.Errorf("SlotTag(%q) = %q hashes to slot %d, the key to %d", tt.key, got, Slot(got+":anything"), Slot(tt.key))
 		}
 	}
 }
 
 func checkSameSlot(t *testing.T, k Keys) {
 	t.Helper()
-	want := slot(k.Lock)
+	want := Slot(k.Lock)
 	others := []string{k.Fence, k.Channel, k.Tag, k.Turns, k.Asks, k.Queue(), k.QueueDeadlines(),
 		k.Readers(), k.Writers(), k.Permits(), k.GrantedPrefix() + "0123456789abcdef0123456789abcdef",
 		k.Tag + ":}{odd}", ReadersOf(k.Tag)}
@@ -207,7 +178,7 @@ func checkSameSlot(t *testing.T, k Keys) {
 		others = append(others, k.Tag+suffix)
 	}
 	for _, other := range others {
-		if got := slot(other); got != want {
+		if got := Slot(other); got != want {
 			t.Errorf("%q hashes to slot %d, lock key %q to %d", other, got, k.Lock, want)
 		}
 	}
@@ -253,7 +224,7 @@ func FuzzSlotTag(f *testing.F) {
 		if err != nil {
 			t.Fatalf("For succeeded but SlotTag(%q) failed: %v", k.Lock, err)
 		}
-		if got, want := slot(tag+":x}{y}"), slot(k.Lock); got != want {
+		if got, want := Slot(tag+":x}{y}"), Slot(k.Lock); got != want {
 			t.Fatalf("SlotTag(%q) = %q: a suffix changes its slot (%d, lock %d)", k.Lock, tag, got, want)
 		}
 		if k2, _ := For(prefix, name); k2 != k {

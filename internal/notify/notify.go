@@ -27,7 +27,8 @@ type Channel struct {
 	Once bool
 	// Route, when set, says what a message on the channel means for its waiter: it is
 	// called with each message's payload and returns how long to wait before waking the
-	// waiter, 0 for at once. A message that passes the lock to someone else (another
+	// waiter, 0 for at once, or a negative duration for not at all (a message the waiter
+	// does not wait for). A message that passes the lock to someone else (another
 	// process's turn, say) wakes the waiter only once that could have lapsed; a waiter has
 	// one such deferred wake-up pending at a time. Route runs on the node's reader
 	// goroutine with the node locked: it must not block. The lock's protocol lives with
@@ -157,7 +158,11 @@ func (w *Watch) message(name, payload string) {
 		if ch.Name != name {
 			continue
 		}
-		if after := routeOf(ch, payload); after > 0 {
+		after := routeOf(ch, payload)
+		if after < 0 {
+			return
+		}
+		if after > 0 {
 			if w.later == nil {
 				w.later = time.AfterFunc(after, func() {
 					w.node.mu.Lock()

@@ -639,3 +639,32 @@ func TestRoute(t *testing.T) {
 	w2.Close()
 	notWoken(t, wake2, time.Second, "a closed watch's deferred wake-up")
 }
+
+// TestRouteDrops: a message that Route answers with a negative delay wakes no one, now or
+// later, and leaves a deferred wake-up already pending alone; the others still wake.
+func TestRouteDrops(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	h := newHub(t, rdb)
+	ch := Channel{Name: "released", Route: func(payload string) time.Duration {
+		switch payload {
+		case "ignored":
+			return -1
+		case "later":
+			return 300 * time.Millisecond
+		}
+		return 0
+	}}
+	wake := make(chan struct{}, 1)
+	w := watch(t, h, "k", []Channel{ch}, wake)
+	defer w.Close()
+
+	rdb.Publish(ctx, "released", "ignored")
+	notWoken(t, wake, 500*time.Millisecond, "a dropped message")
+	rdb.Publish(ctx, "released", "later")
+	rdb.Publish(ctx, "released", "ignored")
+	notWoken(t, wake, 100*time.Millisecond, "a deferred message followed by a dropped one, at once")
+	woken(t, wake, long, "after the deferred message's delay")
+	rdb.Publish(ctx, "released", "now")
+	woken(t, wake, long, "a message that wakes at once")
+}

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server processes, Redis Cluster (with a
 // replica per master if asked) and Sentinel deployments, and TLS servers with
-// certificates made for the test, and fails those deployments over (Failover,
-// AwaitFailover, WithReplicaLink to cut replication alone): the
+// certificates made for the test, replicas of a server (StartReplica), and fails
+// those deployments over (Failover, AwaitFailover, TakeOver; WithReplicaLink and
+// Cluster.CutReplication to cut replication alone): the
 // one harness behind dlock's own tests, the public dlocktest package, the
 // examples' tests and the benchmark program (StartMain). Fault-injecting
 // proxies are in faultproxy.

@@ -74,6 +74,9 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	}
 	cfg := newConfig(opts)
 	d := &Sentinel{MasterName: "mymaster", password: cfg.password, sentinelPassword: cfg.sentinelPassword}
+	// Either may be the master, after a failover: each starts a replica's first sync at
+	// once, not after the 5 s a master waits by default for more replicas to share it.
+	opts = append(slices.Clip(opts), WithArgs("--repl-diskless-sync-delay", "0"))
 	d.Master = Start(tb, opts...)
 	replicaArgs := []string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}
 	if cfg.replicaLink != nil {

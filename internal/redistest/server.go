@@ -173,6 +173,9 @@ func (s *Server) argv() []string {
 			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
 			"--cluster-node-timeout", "5000",
 			"--cluster-announce-ip", "127.0.0.1",
+			// A replica's first sync starts at once, not after the 5 s that a master waits
+			// by default for more replicas to share a diskless transfer.
+			"--repl-diskless-sync-delay", "0",
 		)
 	}
 	return append(a, s.userArgs...)

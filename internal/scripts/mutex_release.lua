@@ -18,55 +18,23 @@
 -- ARGV[6]  "release", or "leave" for a process that stopped waiting
 -- ARGV[7]  leave: the process id
 --
--- Passing on: the lock goes to the process that has waited longest. If that process has a
--- live standing request, the script grants it at once: it sets the lock to the request's
--- token with the request's fencing reservation and publishes
--- "grant:<id>:<token>:<counter>:<reserved>", so the process holds the lock without asking
--- (it started its lease clock when it made the request). Otherwise it promises the lock
--- to that process for ARGV[4] milliseconds: the lock key holds "turn:<id>", which only
--- that process may replace, and "turn:<id>" is published; a promise to a process that
--- died lapses. With turns, every waiting dlock process is in the list, so a release with
--- an empty list wakes no one; without turns it publishes "released". A grant to a process
--- that died keeps the lock for at most ARGV[5] ms.
+-- Passing on (pass_on.lua, in front of this script): the lock goes to the process that has
+-- waited longest, granted at once or promised for ARGV[4] milliseconds; without turns, or
+-- with no one waiting in turn, "released" is published.
 --
 -- Reply: 1 released (leave: the leaving process had the lock or the turn, and passed it
 -- on); 0 the key no longer holds this token (expired, deleted or taken).
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 -- list or the asks another type).
-local function passOn()
-	if ARGV[4] == '' then
-		redis.call('DEL', KEYS[1])
-		redis.call(ARGV[3], ARGV[2], 'released')
-		return
-	end
-	local next = redis.call('LPOP', KEYS[2])
-	if not next then
-		redis.call('DEL', KEYS[1])
-		return
-	end
-	local ask = redis.call('HGET', KEYS[4], next)
-	redis.call('HDEL', KEYS[4], next)
-	if ask then
-		local token, ttl, reserve, expires = string.match(ask, '^(%S+) (%d+) (%d+) (%d+)$')
-		local now = redis.call('TIME')
-		if token and tonumber(expires) > now[1] * 1000 + math.floor(now[2] / 1000) then
-			local fence = redis.pcall('INCRBY', KEYS[3], reserve)
-			if type(fence) == 'number' then
-				redis.call('SET', KEYS[1], token, 'PX', math.min(tonumber(ttl), tonumber(ARGV[5])))
-				redis.call(ARGV[3], ARGV[2], 'grant:' .. next .. ':' .. token .. ':' .. fence .. ':' .. reserve)
-				return
-			end
-		end
-	end
-	redis.call('SET', KEYS[1], 'turn:' .. next, 'PX', ARGV[4])
-	redis.call(ARGV[3], ARGV[2], 'turn:' .. next)
+local function pass()
+	passOn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 end
 
 local holder = redis.call('GET', KEYS[1])
 if ARGV[6] == 'leave' then
 	local me = ARGV[7]
 	if ARGV[1] ~= '' and holder == ARGV[1] then
-		passOn() -- granted as it gave up
+		pass() -- granted as it gave up
 		return 1
 	end
 	-- A request with another token is a newer waiter of the same process, which joined
@@ -79,7 +47,7 @@ if ARGV[6] == 'leave' then
 		redis.call('LREM', KEYS[2], 0, me)
 	end
 	if holder == 'turn:' .. me then
-		passOn() -- promised as it gave up
+		pass() -- promised as it gave up
 		return 1
 	end
 	return 0
@@ -89,7 +57,7 @@ if holder == ARGV[1] then
 	if ARGV[3] == '' then
 		redis.call('DEL', KEYS[1])
 	else
-		passOn()
+		pass()
 	end
 	return 1
 end

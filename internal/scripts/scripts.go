@@ -15,6 +15,14 @@ var (
 	mutexRelease string
 	//go:embed mutex_extend.lua
 	mutexExtend string
+	//go:embed pass_on.lua
+	passOn string // the prelude of mutex_release and multi_release
+	//go:embed multi_acquire.lua
+	multiAcquire string
+	//go:embed multi_release.lua
+	multiRelease string
+	//go:embed multi_extend.lua
+	multiExtend string
 	//go:embed fence_raise.lua
 	fenceRaise string
 	//go:embed fair_acquire.lua
@@ -54,8 +62,11 @@ var (
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
 var (
 	MutexAcquire     = redis.NewScript(refusal + mutexAcquire)
-	MutexRelease     = redis.NewScript(mutexRelease)
+	MutexRelease     = redis.NewScript(passOn + mutexRelease)
 	MutexExtend      = redis.NewScript(mutexExtend)
+	MultiAcquire     = redis.NewScript(refusal + multiAcquire)
+	MultiRelease     = redis.NewScript(passOn + multiRelease)
+	MultiExtend      = redis.NewScript(multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
 	FairAcquire      = redis.NewScript(refusal + fairAcquire)
 	FairRelease      = redis.NewScript(fairRelease)

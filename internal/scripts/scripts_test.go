@@ -141,6 +141,8 @@ var sources = map[string]string{
 	"lock_read": lockRead, "inspect": inspect, "force_unlock": forceUnlock,
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned,
+	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
+	"multi_extend": multiExtend,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -179,6 +181,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
+		case "pass_on":
+			header = []string{"-- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength)"}
 		}
 		for _, want := range header {
 			if !strings.Contains(src, want) {
@@ -415,13 +419,14 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatalf("lock = %q after p3 took its turn", v)
 	}
 
-	// p1 is granted as it gives up: leaving passes the lock on (to no one: the list is
-	// empty, and no one is woken).
+	// p1 is granted as it gives up: leaving passes the lock on, to no one (the list is
+	// empty), which says "released" for the waiters that take no turns (MultiMutex).
 	got, err = releaseTurn(rdb, k, tokenC, "PUBLISH", "20000")
 	must(t, got, err, 1)
 	message("grant:p1:" + tokenA + ":7:1")
 	got, err = leaveTurns(rdb, k, "p1", tokenA)
 	must(t, got, err, 1)
+	message("released")
 	if rdb.Exists(ctx, k.Lock).Val() != 0 {
 		t.Fatal("the lock granted to a process that left is still held")
 	}

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+)
+
+// Replica acknowledgements (WithReplicaAcks): every call goes out in a round trip that
+// ends with WAIT (internal/batch, Acks), and a write that fewer replicas acknowledged than
+// the Client asks for counts as a failure of its node, like one the node did not answer.
+// So an acquisition is undone and reported (attempt.go: a failed node's attempt is
+// released), a renewal is retried until the deadline (renewal.go), an Extend leaves the
+// lease as it was and an Unlock reports it (hold.go); each error wraps ErrNotReplicated.
+
+// foldAck turns a write of call that was not acknowledged by enough replicas into the
+// call's error. Calls that failed, and replies that wrote nothing (a refusal, a key gone:
+// zero or less), are left as they are.
+func (c *Client) foldAck(call *batch.Call) {
+	a := c.cfg.Acks
+	if a.Replicas == 0 || call.Err != nil || call.Val <= 0 {
+		return
+	}
+	switch {
+	case call.AckErr != nil:
+		call.Err = fmt.Errorf("%w: WAIT for %d replicas failed: %w", ErrNotReplicated, a.Replicas, call.AckErr)
+	case call.Acked < int64(a.Replicas):
+		call.Err = fmt.Errorf("%w: %d of %d replicas acknowledged the write within %v (a replica down, lagging or cut off)",
+			ErrNotReplicated, call.Acked, a.Replicas, a.Timeout)
+	}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+)
+
+// The steps of a MultiMutex over several Redis Cluster hash slots (multi.go): one script
+// per part and node where a lock of one slot sends one per node.
+
+// acquireParts makes one attempt of a MultiMutex over several hash slots: its parts in
+// order, one poll each, with one token, the lease clock read before the first. Each part
+// is judged as acquireOnce judges a whole attempt. The first part that is not granted in
+// time ends the attempt: the parts taken before it are given back at once, and waited
+// for, so that no name of the set is held once the attempt returns; what that part's nodes
+// granted is undone as acquireOnce undoes a failed attempt. The waiter then listens to the
+// refusing part alone (request.waitPart).
+//
+// Every name gets one fencing token, the largest: each part is asked for no less than the
+// parts before it got, and a part that got less is raised to it (settleFence, on a
+// majority) before the attempt succeeds, which costs a round trip only when the slots'
+// counters differ.
+func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
+	t, c := r.t, r.t.c
+	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
+	token := any(newToken())
+	counters := make([][]int64, len(t.parts)) // each part's replies, by node
+	var fence int64
+	var deadline time.Time
+	r.waitPart.Store(0) // all parts, until one refuses: a release meanwhile is not missed
+	for i, p := range t.parts {
+		floor := any(strconv.FormatInt(fence, 10))
+		v := poll(ctx, c, nil, t.cfg.TTL,
+			func(call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
+			func(v *votes) bool { return v.settled(need) })
+		if i == 0 {
+			deadline = quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
+		}
+		verdict := v.verdict(need, time.Now().Before(deadline))
+		if verdict != acquired {
+			undoParts(ctx, t, t.parts[:i], token)
+			if v.yes > 0 || v.unanswered() > 0 || v.failed > 0 {
+				p.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
+			}
+			r.waitPart.Store(int32(i) + 1)
+			return refused(r, v, verdict, need)
+		}
+		counters[i] = v.vals
+		fence = max(fence, slices.Max(v.vals))
+	}
+	for i, p := range t.parts {
+		below := slices.ContainsFunc(counters[i], func(f int64) bool { return f > 0 && f < fence })
+		if below && !settleFence(ctx, p, counters[i], fence) {
+			undoParts(ctx, t, t.parts, token)
+			return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
+		}
+	}
+	return attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}
+}
+
+// undoParts gives back the parts an attempt took and waits for the replies, bounded by the
+// per-node timeout also when ctx has ended. It wakes their waiters: the names are free. A
+// node that does not answer in time lets its keys expire by themselves.
+func undoParts(ctx context.Context, t *Target, taken []*Target, token any) {
+	if len(taken) == 0 {
+		return
+	}
+	c := t.c
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(t.cfg.TTL))
+	defer cancel()
+	pollParts(ctx, c, taken, t.cfg.TTL,
+		func(p *Target, call *batch.Call) {
+			p.scheme.release(p, token, c.nodes[call.Node].PublishCommand(), call)
+		},
+		func(*votes) bool { return false })
+}
+
+// pollParts is poll for every part at once, one call per part and node, with decide for
+// each part, and merges the votes: a node's answer is a no if any part's is (some name is
+// not held), else an error if any part failed, else, once every part said yes, a yes with
+// the smallest reply. A node that did not answer for some part is unanswered.
+func pollParts(ctx context.Context, c *Client, parts []*Target, ttl time.Duration,
+	prepare func(p *Target, call *batch.Call), decide func(v *votes) bool) *votes {
+	each := make([]*votes, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() {
+			each[i] = poll(ctx, c, nil, ttl, func(call *batch.Call) { prepare(p, call) }, decide)
+		})
+	}
+	wg.Wait()
+	return mergeVotes(len(c.nodes), each)
+}
+
+// mergeVotes merges the votes of the parts' polls as pollParts says.
+func mergeVotes(n int, each []*votes) *votes {
+	v, _ := newVotes(n)
+	v.decided = true
+	for _, p := range each {
+		v.start = minTime(v.start, p.start)
+		v.decided = v.decided && p.decided
+		if v.ctxErr == nil {
+			v.ctxErr = p.ctxErr
+		}
+	}
+	for node := range n {
+		var err error
+		val, answered, refused := int64(0), true, false
+		for _, p := range each {
+			switch {
+			case p.failedAt(node):
+				err = p.errs[node]
+			case !p.answered[node]:
+				answered = false
+			case p.vals[node] <= 0:
+				refused, val = true, p.vals[node]
+			case !refused && (val == 0 || p.vals[node] < val):
+				val = p.vals[node]
+			}
+		}
+		switch {
+		case refused:
+			v.tally(node, val, nil)
+		case err != nil:
+			v.tally(node, 0, err)
+		case answered:
+			v.tally(node, val, nil)
+		}
+	}
+	return v
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// watchParts is watch of a MultiMutex over several hash slots: the channels of every part,
+// each on the shard that owns its slot, subscribed at once.
+func watchParts(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
+	each := make([][]*notify.Watch, len(r.t.parts))
+	var wg sync.WaitGroup
+	for i, p := range r.t.parts {
+		wg.Go(func() { each[i] = watchTarget(ctx, p, r, wake) })
+	}
+	wg.Wait()
+	return slices.Concat(each...)
+}
