@@ -116,6 +116,12 @@
 // github.com/seed51c676c8/dlock/extra/otel turn the events into Prometheus metrics, and
 // into OpenTelemetry spans and metrics.
 //
+// Every command goes through the go-redis client given to New, so its hooks see dlock's
+// scripts. The round trip that carries the scripts of a Lock, Extend or Unlock has the
+// values of the ctx given to it, when it carries no other caller's calls (dlock shares
+// round trips between callers): a tracing hook such as redisotel then makes its span a
+// child of the caller's. Renewals belong to no caller and carry none.
+//
 // # Testing
 //
 // Package dlocktest starts a real redis-server, or an embedded Redis, for a test, and

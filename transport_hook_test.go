@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,4 +128,124 @@ func lockRenewUnlock(t *testing.T, rdb redis.UniversalClient) *scriptHook {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// callerKey is the key of a value in a caller's context, as a tracer keeps its span there.
+type callerKey struct{}
+
+// contextHook records, for every script a client runs, the caller's value its context
+// has, by the script's SHA1.
+type contextHook struct {
+	mu     sync.Mutex
+	values map[string][]any
+}
+
+func (h *contextHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *contextHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(ctx, cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *contextHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.record(ctx, cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *contextHook) record(ctx context.Context, cmd redis.Cmder) {
+	sha := scriptSHA(cmd)
+	if sha == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.values[sha] = append(h.values[sha], ctx.Value(callerKey{}))
+}
+
+func (h *contextHook) of(s *redis.Script) []any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.values[s.Hash()])
+}
+
+// scriptSHA is the SHA1 of the script cmd runs (EVAL counts under its script's), or "".
+func scriptSHA(cmd redis.Cmder) string {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return ""
+	}
+	name, _ := args[0].(string)
+	body, _ := args[1].(string)
+	switch strings.ToLower(name) {
+	case "evalsha":
+		return body
+	case "eval":
+		return redis.NewScript(body).Hash()
+	}
+	return ""
+}
+
+// TestUserHookSeesCallerContext: the scripts of a Lock, an Extend and an Unlock reach a
+// user's hook with the values of the ctx given to each (a tracing hook's parent span), on
+// a server and on a Cluster; renewals, made for no caller, carry none.
+func TestUserHookSeesCallerContext(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rdb  func(t *testing.T) redis.UniversalClient
+	}{
+		{"standalone", func(t *testing.T) redis.UniversalClient { _, rdb := standalone(t); return rdb }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3).Client(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rdb := tc.rdb(t)
+			c := newClient(t, rdb)
+			h := &contextHook{values: make(map[string][]any)}
+			rdb.AddHook(h)
+			ctx := ctxTimeout(t, 20*time.Second)
+			as := func(who string) context.Context { return context.WithValue(ctx, callerKey{}, who) }
+
+			l := mustLock(t, c.Mutex("traced", dlock.TTL(300*time.Millisecond)), as("lock"))
+			for deadline := time.Now().Add(10 * time.Second); len(h.of(scripts.MutexExtend)) == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("no renewal within 10s")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := l.Extend(as("extend"), time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Unlock(as("unlock")); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct {
+				what   string
+				script *redis.Script
+				want   []any // every value seen is one of these, and each is seen
+			}{
+				{"acquire", scripts.MutexAcquire, []any{"lock"}},
+				{"extend (Extend, renewals)", scripts.MutexExtend, []any{"extend", nil}},
+				{"release", scripts.MutexRelease, []any{"unlock"}},
+			} {
+				seen := h.of(s.script)
+				for _, v := range seen {
+					if !slices.Contains(s.want, v) {
+						t.Errorf("%s: the hook saw a script with the caller's value %v; want only %v (all seen: %v)", s.what, v, s.want, seen)
+					}
+				}
+				for _, w := range s.want {
+					if !slices.Contains(seen, w) {
+						t.Errorf("%s: no script with the caller's value %v (all seen: %v)", s.what, w, seen)
+					}
+				}
+			}
+		})
+	}
 }

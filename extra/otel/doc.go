@@ -35,8 +35,12 @@
 // but not their call.
 //
 // A go-redis client instrumented with redisotel shows the scripts dlock runs as spans of
-// their own, but not as children of the caller's span either: dlock sends its commands
-// through pipelines it shares between callers, whose context carries none of theirs.
+// their own. Those of a Lock, Extend or Unlock are children of the span in the ctx given
+// to it, when the round trip that carried them carried only that caller's calls: dlock
+// shares a round trip between the calls made while the one before it was under way, and
+// one of several callers' calls is a root span rather than a child of one of them. So are
+// renewals, which belong to no caller. They are never children of dlock's own call span,
+// which is made only when the call has ended.
 //
 // # Metrics
 //

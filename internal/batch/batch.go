@@ -13,6 +13,10 @@
 // A batcher made by NewAcked (acks.go) ends every round trip with WAIT, for the replica
 // acknowledgements of WithReplicaAcks; it always uses the lanes.
 //
+// A round trip also carries the values of its callers' context (Call.Values) to go-redis's
+// hooks, when its calls are of one caller: a tracing hook then makes its span a child of
+// the caller's (roundtrip.go).
+//
 // go-redis' AutoPipeliner (auto.go) is the other carrier of single calls, measured against
 // the lanes in BENCHMARKS.md; only the benchmark program selects it, with DefaultTransport.
 //
@@ -50,8 +54,8 @@ var errExpired = errors.New("deadline passed before the call was sent")
 // trip (a SendAll is kept together all the same).
 const maxBatch = 256
 
-// Call is one script invocation. The caller fills in Script, Keys, Args, Node, Deadline and
-// Done; the batcher fills in Val and Err and then sends the Call on Done exactly once. The
+// Call is one script invocation. The caller fills in Script, Keys, Args, Node, Deadline,
+// Done and, if it has one, Values; the batcher fills in Val and Err and then sends the Call on Done exactly once. The
 // caller must not touch the Call between handing it over and receiving it from Done.
 //
 // Err is nil with the script's integer reply in Val; redis.Nil for a nil reply; an error
@@ -67,6 +71,13 @@ type Call struct {
 	KeyArgs  []any
 	Node     int       // for the caller: which node the call went to
 	Deadline time.Time // zero for none; a call still queued at its deadline is not sent
+	// Values, if not nil, is the context of the caller the call is made for, of which only
+	// the values are used (Deadline, not its deadline or cancellation, bounds the call).
+	// A round trip of the lanes whose calls all have the same Values carries them to
+	// go-redis's hooks, so that a tracing hook makes the call's span a child of the
+	// caller's; a round trip of calls with different Values carries none (roundtrip.go).
+	// The AutoPipeliner carries none.
+	Values context.Context
 
 	Val int64 // the script's integer reply
 	Err error

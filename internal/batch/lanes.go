@@ -155,7 +155,7 @@ func (b *lanes) sendAll(calls []*Call) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		ctx, cancel := valuesOnly(sharedValues(live)), context.CancelFunc(func() {})
 		if d, ok := latestDeadline(live); ok {
 			ctx, cancel = context.WithDeadline(ctx, d)
 		}
@@ -201,21 +201,25 @@ func (b *lanes) work(calls chan *Call) {
 }
 
 // exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
-// pipeline. Calls whose deadline has passed are answered without being sent.
+// pipeline. Calls whose deadline has passed are answered without being sent. The round
+// trip's context has the values of its calls' caller, if they have one (sharedValues).
 func (b *lanes) exec(rtp **roundTrip, batch []*Call) {
 	rt := *rtp
 	live, _ := dropExpired(batch, time.Now(), 0)
 	if len(live) == 0 {
 		return
 	}
-	ctx := context.Background()
+	values := sharedValues(live)
+	var ctx context.Context
 	if d, ok := latestDeadline(live); ok {
-		ctx = rt.start(d)
+		ctx = rt.start(d, values)
 		defer func() {
 			if !rt.end() {
 				*rtp = newRoundTrip()
 			}
 		}()
+	} else {
+		ctx = valuesOnly(values)
 	}
 	switch {
 	case b.acks != nil:

@@ -15,6 +15,49 @@ import (
 // every 100ms and sent it once the server was back), and keep the lock out of reach on
 // that node for a whole TTL.
 
+// A round trip's context also has the values of its callers' context (Call.Values), so
+// that go-redis's hooks see them: a tracing hook (redisotel) finds the caller's span there
+// and makes the round trip's span its child. A round trip has one context, and the calls
+// of several callers may share it; it then has no values, since a span under another
+// caller's span would be worse than one under none. Calls made for no caller (renewals)
+// have none either. The values are dropped when the round trip ends, so that no caller's
+// context outlives its round trip in a lane's reused context.
+
+// sharedValues is the context whose values calls' round trip carries: their Values if
+// they all have the same, else nil.
+func sharedValues(calls []*Call) context.Context {
+	if len(calls) == 0 {
+		return nil
+	}
+	v := calls[0].Values
+	for _, c := range calls[1:] {
+		if !sameContext(c.Values, v) {
+			return nil
+		}
+	}
+	return v
+}
+
+// sameContext reports a == b; false where comparing them panics (two contexts of one
+// type that cannot be compared, which a program may define).
+func sameContext(a, b context.Context) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// valuesOnly is a context with values's values and no deadline or cancellation
+// (Background if values is nil), for a round trip without a deadline.
+func valuesOnly(values context.Context) context.Context {
+	if values == nil {
+		return context.Background()
+	}
+	return context.WithoutCancel(values)
+}
+
 // latestDeadline is the latest deadline of calls, if they all have one.
 func latestDeadline(calls []*Call) (latest time.Time, ok bool) {
 	for _, c := range calls {
@@ -42,6 +85,9 @@ type roundTrip struct {
 	done   chan struct{} // guarded by mu
 	closed bool          // guarded by mu: done is closed, for good
 	active bool          // guarded by mu: a round trip is under way
+	// values is guarded by mu: the context whose values the round trip under way has
+	// (sharedValues), nil between round trips, so that none is kept.
+	values context.Context
 }
 
 func newRoundTrip() *roundTrip {
@@ -51,11 +97,13 @@ func newRoundTrip() *roundTrip {
 	return rt
 }
 
-// start begins a round trip that ends at d and returns its context.
-func (rt *roundTrip) start(d time.Time) context.Context {
+// start begins a round trip that ends at d and returns its context, which has values's
+// values (none if values is nil) until end.
+func (rt *roundTrip) start(d time.Time, values context.Context) context.Context {
 	rt.deadline.Store(d.UnixNano())
 	rt.mu.Lock()
 	rt.active = true
+	rt.values = values
 	rt.mu.Unlock()
 	rt.timer.Reset(time.Until(d))
 	return rt
@@ -68,6 +116,7 @@ func (rt *roundTrip) end() (reusable bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.active = false
+	rt.values = nil
 	return !rt.closed
 }
 
@@ -83,7 +132,20 @@ func (rt *roundTrip) expire() {
 }
 
 func (rt *roundTrip) Deadline() (time.Time, bool) { return time.Unix(0, rt.deadline.Load()), true }
-func (rt *roundTrip) Value(any) any               { return nil }
+
+// Value is the value of the round trip's callers' context (see sharedValues). Package
+// context finds a cancelable ancestor through Value too; it finds the caller's, whose
+// Done is not rt's, so it treats rt as the custom context it is (and context.Cause of an
+// ended rt is its Err, unless the caller's context has ended too, with a cause).
+func (rt *roundTrip) Value(key any) any {
+	rt.mu.Lock()
+	values := rt.values
+	rt.mu.Unlock()
+	if values == nil {
+		return nil
+	}
+	return values.Value(key)
+}
 
 func (rt *roundTrip) Done() <-chan struct{} {
 	rt.mu.Lock()

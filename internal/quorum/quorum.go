@@ -40,7 +40,8 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 // on its node, so callers that change state in Redis must undo it on every node.
 // calls is the storage of the calls, one per node (calls[i] goes to nodes[i]), which must
 // not be reused: an abandoned call is still written to when its reply comes. prepare fills
-// in each call's Script, Keys and Args; Fanout sets Node, Deadline and Done.
+// in each call's Script, Keys and Args; Fanout sets Node, Deadline, Done and Values (ctx:
+// its values go with the call to go-redis's hooks, see batch.Call).
 func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, only []int, timeout time.Duration,
 	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
 	deadline := time.Now().Add(timeout)
@@ -53,7 +54,7 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, onl
 	sent := 0
 	send := func(i int) {
 		c := &calls[i]
-		c.Node, c.Deadline, c.Done = i, deadline, replies
+		c.Node, c.Deadline, c.Done, c.Values = i, deadline, replies, ctx
 		prepare(c)
 		if !nodes[i].TrySend(c) {
 			// The node's queue is full (a hung node under load) or it is stopped: wait for

@@ -420,3 +420,59 @@ func TestFanoutLateReplies(t *testing.T) {
 		t.Fatalf("Fanout after = %d", got)
 	}
 }
+
+// callerKey is the key of a value in the caller's context, as a tracer keeps its span.
+type callerKey struct{}
+
+// valueHook records the caller's value in the context of each script a client runs.
+type valueHook struct {
+	mu   sync.Mutex
+	seen []any
+}
+
+func (h *valueHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *valueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "eval" || name == "evalsha" {
+			h.mu.Lock()
+			h.seen = append(h.seen, ctx.Value(callerKey{}))
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *valueHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestFanoutCarriesCallerValues: each node's call carries the values of Fanout's ctx to
+// the go-redis hooks of its node's client, as a tracing hook needs to find the caller's
+// span.
+func TestFanoutCarriesCallerValues(t *testing.T) {
+	t.Parallel()
+	_, rdbs, bs := nodes(t, 3)
+	hooks := make([]*valueHook, len(rdbs))
+	for i, r := range rdbs {
+		hooks[i] = &valueHook{}
+		r.AddHook(hooks[i])
+	}
+	callerCtx := context.WithValue(ctx, callerKey{}, "caller")
+	got := Fanout(callerCtx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("v"), func(c *batch.Call) bool {
+		if c.Err != nil {
+			t.Errorf("node %d: %v", c.Node, c.Err)
+		}
+		return false
+	})
+	if got != 3 {
+		t.Fatalf("Fanout = %d, want 3", got)
+	}
+	for i, h := range hooks {
+		h.mu.Lock()
+		if len(h.seen) != 1 || h.seen[0] != "caller" {
+			t.Errorf("node %d: the hook saw scripts with the values %v, want one with the caller's", i, h.seen)
+		}
+		h.mu.Unlock()
+	}
+}
