@@ -48,6 +48,10 @@ type policy struct {
 	reentrant bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
+	// track: the lock key is a string that clients of other libraries also take (SET NX)
+	// and release (DEL, a script), which publishes nothing: waiters track it with CLIENT
+	// TRACKING (tracking.go). Mutex.
+	track bool
 }
 
 // coordination is how the goroutines of one process share a lock key.
