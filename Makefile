@@ -11,6 +11,10 @@ GO ?= go
 PKGS = ./... ./examples/...
 VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
 
+# interop/: tests against other Redlock clients (redsync), each a module of go.work of its
+# own, so that those clients never enter dlock's go.mod. `make test` runs them.
+PKGS += ./interop/...
+
 # staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
 # into .bin/ (ignored by git) under its version, so that changing the pin installs anew.
 STATICCHECK_VERSION = v0.8.2
