@@ -59,13 +59,23 @@ func foreignHold(t testing.TB, ctx context.Context, nodes []redis.Cmdable, key, 
 
 // wakeAfterRelease holds key on every node as another program, lets a Lock of c wait for
 // it, releases it with release on every node and returns how long the Lock took after
-// the release. The lease is unlocked.
-func wakeAfterRelease(t *testing.T, c *dlock.Client, nodes []redis.Cmdable, key string, release foreignRelease) time.Duration {
+// the release. The lease is unlocked. If stats is a client of the (first) node, it also
+// checks that the waiter sends nothing while the key is held: it is told, not polling.
+func wakeAfterRelease(t *testing.T, c *dlock.Client, nodes []redis.Cmdable, key string, release foreignRelease, stats *redis.Client) time.Duration {
 	t.Helper()
 	ctx := ctxTimeout(t, 20*time.Second)
 	foreignHold(t, ctx, nodes, key, "other-library-token", longTTL)
 	got := acquiredAt(t, ctx, c.Mutex(key, dlock.TTL(longTTL)).Lock)
 	time.Sleep(200 * time.Millisecond) // let the waiter listen and settle
+	if stats != nil {
+		// A waiter that re-checks sends one attempt per 100ms at most; one that is told
+		// sends none, or the last of its first two if it was slow to start.
+		before := scriptCalls(t, stats)
+		time.Sleep(500 * time.Millisecond)
+		if calls := scriptCalls(t, stats) - before; calls > 2 {
+			t.Errorf("the waiter sent %d attempts in 500ms while the key was held: it re-checks instead of being told", calls)
+		}
+	}
 	released := time.Now()
 	for _, rdb := range nodes {
 		if err := release.release(ctx, rdb, key, "other-library-token"); err != nil {
@@ -84,7 +94,7 @@ func TestWakeOnForeignRelease(t *testing.T) {
 	c := newClient(t, rdb, dlock.WithPrefix(""))
 	for _, r := range foreignReleases {
 		t.Run(r.name, func(t *testing.T) {
-			woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, "bare-"+r.name, r)
+			woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, "bare-"+r.name, r, rdb)
 			t.Logf("waiter acquired %v after a foreign %s", woke, r.name)
 			if woke > foreignWake {
 				t.Fatalf("waiter took %v after a foreign %s of a key with %v left", woke, r.name, longTTL)
@@ -151,7 +161,7 @@ func TestWakeOnForeignReleaseWithoutClientCommand(t *testing.T) {
 	var log syncBuffer
 	c := newClient(t, rdb, dlock.WithPrefix(""), dlock.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 
-	woke := wakeAfterRelease(t, c, []redis.Cmdable{admin}, "no-client", foreignReleases[0])
+	woke := wakeAfterRelease(t, c, []redis.Cmdable{admin}, "no-client", foreignReleases[0], nil)
 	t.Logf("waiter acquired %v after a foreign DEL, re-checking", woke)
 	if woke > foreignWake {
 		t.Fatalf("waiter took %v after a foreign DEL", woke)
@@ -183,10 +193,29 @@ func TestWakeOnForeignReleaseCluster(t *testing.T) {
 	c := newClient(t, rdb, dlock.WithPrefix(""))
 	// Keys on different shards.
 	for _, key := range []string{"bare-a", "bare-b", "bare-c"} {
-		woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, key, foreignReleases[0])
+		woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, key, foreignReleases[0], nil)
 		t.Logf("waiter acquired %v after a foreign DEL of %s", woke, key)
 		if woke > foreignWake {
 			t.Fatalf("waiter took %v after a foreign DEL of %s", woke, key)
+		}
+	}
+}
+
+// TestWakeOnForeignReleaseSentinel: through a Sentinel failover client, before and after
+// a failover: the tracking connections follow the master (the pub/sub one is replaced
+// when the new master does not know its id).
+func TestWakeOnForeignReleaseSentinel(t *testing.T) {
+	d := redistest.StartSentinel(t)
+	rdb := d.Client(t)
+	c := newClient(t, rdb, dlock.WithPrefix(""))
+	for _, key := range []string{"before-failover", "after-failover"} {
+		if key == "after-failover" {
+			d.Failover(t)
+		}
+		woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, key, foreignReleases[0], d.Master.Client(t))
+		t.Logf("waiter acquired %v after a foreign DEL, %s", woke, key)
+		if woke > foreignWake {
+			t.Fatalf("waiter took %v after a foreign DEL, %s", woke, key)
 		}
 	}
 }
@@ -204,7 +233,7 @@ func TestWakeOnForeignReleaseQuorum(t *testing.T) {
 	}
 	for _, r := range foreignReleases {
 		t.Run(r.name, func(t *testing.T) {
-			woke := wakeAfterRelease(t, c, cmdables, "bare-"+r.name, r)
+			woke := wakeAfterRelease(t, c, cmdables, "bare-"+r.name, r, nodes[0].(*redis.Client))
 			t.Logf("quorum waiter acquired %v after a foreign %s on every node", woke, r.name)
 			if woke > foreignWake {
 				t.Fatalf("quorum waiter took %v after a foreign %s", woke, r.name)

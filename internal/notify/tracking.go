@@ -47,7 +47,6 @@ var ErrTrackingRefused = errors.New("dlock: the server refuses CLIENT TRACKING")
 type tracker struct {
 	node   *redis.Client // the node's client; the tracked connection is one of its
 	sub    *redis.Client // a RESP2 copy of node's options that carries ps only
-	ps     *redis.PubSub
 	logger *slog.Logger
 	idle   time.Duration // idlePing, except in tests
 	done   chan struct{} // closed by close
@@ -62,6 +61,14 @@ type tracker struct {
 	// conn holds the tracked connection while no one uses it: taking it from the channel
 	// is a lock that a ctx can give up on, since a read may hang with its server.
 	conn chan *trackedConn
+
+	// psMu guards ps, which the reader replaces after reconnect closed it (replacing):
+	// after a failover, the pub/sub connection may stay with the old master while the
+	// tracked one follows the new master, which then refuses to redirect to an id it does
+	// not know.
+	psMu      sync.Mutex
+	ps        *redis.PubSub
+	replacing bool
 
 	mu      sync.Mutex
 	keys    map[string]map[*Key]struct{} // guarded by mu: the registered keys
@@ -91,7 +98,6 @@ func newTracker(node *redis.Client, logger *slog.Logger, idle time.Duration) *tr
 	}
 	tr.conn <- &trackedConn{}
 	tr.sub = redis.NewClient(tr.subOptions())
-	tr.ps = tr.sub.Subscribe(context.Background())
 	return tr
 }
 
@@ -147,19 +153,23 @@ func (tr *tracker) start() {
 func (tr *tracker) receive() {
 	defer tr.wg.Done()
 	ctx := context.Background()
-	if err := tr.ps.Subscribe(ctx, InvalidateChannel); err != nil {
-		tr.logger.Debug("dlock: tracking subscription failed; retrying", "err", err)
-	}
+	ps := tr.subscribe()
 	backoff := 10 * time.Millisecond
-	for {
-		msg, err := tr.ps.ReceiveTimeout(ctx, tr.idle)
+	for ps != nil {
+		msg, err := ps.ReceiveTimeout(ctx, tr.idle)
 		select {
 		case <-tr.done:
 			return
 		default:
 		}
 		if err != nil {
-			if tr.failed(ctx, err) {
+			if next := tr.replaced(); next != nil {
+				// reconnect closed ps: the new connection's confirmation starts a new
+				// epoch, and the next read points at its id.
+				ps = next
+				continue
+			}
+			if tr.failed(ctx, ps, err) {
 				select {
 				case <-time.After(backoff):
 				case <-tr.done:
@@ -183,12 +193,58 @@ func (tr *tracker) receive() {
 	}
 }
 
-// failed handles a Receive error and reports whether the reader should back off.
-func (tr *tracker) failed(ctx context.Context, err error) (backOff bool) {
+// subscribe makes a pub/sub connection subscribed to InvalidateChannel; nil after close.
+func (tr *tracker) subscribe() *redis.PubSub {
+	tr.psMu.Lock()
+	select {
+	case <-tr.done:
+		tr.psMu.Unlock()
+		return nil
+	default:
+	}
+	ps := tr.sub.Subscribe(context.Background()) // connects at the first channel
+	tr.ps = ps
+	tr.psMu.Unlock()
+	// Outside psMu, which reconnect takes: this dials. If it fails, Receive retries; if
+	// close closed ps meanwhile, Receive fails and the reader sees done.
+	if err := ps.Subscribe(context.Background(), InvalidateChannel); err != nil {
+		tr.logger.Debug("dlock: tracking subscription failed; retrying", "err", err)
+	}
+	return ps
+}
+
+// replaced returns the reader's new pub/sub connection after reconnect closed its last,
+// or nil if it did not.
+func (tr *tracker) replaced() *redis.PubSub {
+	tr.psMu.Lock()
+	replacing := tr.replacing
+	tr.replacing = false
+	tr.psMu.Unlock()
+	if !replacing {
+		return nil
+	}
+	return tr.subscribe()
+}
+
+// reconnect makes the reader replace its pub/sub connection, which was given id: the
+// tracked connection's server does not know id (see psMu). It does nothing if the
+// connection changed since, or is being replaced.
+func (tr *tracker) reconnect(id int64) {
+	tr.psMu.Lock()
+	defer tr.psMu.Unlock()
+	if tr.replacing || tr.ps == nil || tr.subID.Load() != id {
+		return
+	}
+	tr.replacing = true
+	_ = tr.ps.Close() // ends the reader's Receive
+}
+
+// failed handles an error of ps's Receive and reports whether the reader should back off.
+func (tr *tracker) failed(ctx context.Context, ps *redis.PubSub, err error) (backOff bool) {
 	var rerr redis.Error
 	switch {
 	case isTimeout(err):
-		_ = tr.ps.Ping(ctx) // a dead connection then fails the next Receive
+		_ = ps.Ping(ctx) // a dead connection then fails the next Receive
 		tr.ping(ctx)
 		return false
 	case strings.HasPrefix(err.Error(), "redis: unsupported pubsub message payload"):
@@ -346,7 +402,7 @@ func (tr *tracker) readOn(ctx context.Context, tc *trackedConn, id int64, key st
 	})
 	if on != nil {
 		if err := on.Err(); err != nil {
-			return false, tr.trackingFailed(tc, err)
+			return false, tr.trackingFailed(tc, id, err)
 		}
 		if tc.redirect == 0 {
 			tr.logger.Debug("dlock: waiters hear writes by other programs through CLIENT TRACKING", "node", tr.node.Options().Addr)
@@ -365,14 +421,16 @@ func (tr *tracker) readOn(ctx context.Context, tc *trackedConn, id int64, key st
 }
 
 // trackingFailed handles the error of CLIENT TRACKING and returns what read returns.
-func (tr *tracker) trackingFailed(tc *trackedConn, err error) error {
+func (tr *tracker) trackingFailed(tc *trackedConn, id int64, err error) error {
 	var rerr redis.Error
 	switch {
 	case !errors.As(err, &rerr):
 		tr.dropConn(tc)
 	case strings.Contains(err.Error(), "redirect to does not exist"):
-		// The pub/sub connection reconnected after id was read: its confirmation starts a
-		// new epoch, and the next read points at the new id.
+		// The pub/sub connection is on another server (a failover moved the tracked one
+		// to the new master), or it reconnected after id was read: in either case a new
+		// connection's confirmation starts a new epoch, and the next read points at it.
+		tr.reconnect(id)
 	default:
 		tr.refuse(err)
 		return fmt.Errorf("%w: %w", ErrTrackingRefused, err)
@@ -389,7 +447,11 @@ func (tr *tracker) dropConn(tc *trackedConn) {
 
 func (tr *tracker) close() {
 	close(tr.done)
-	_ = tr.ps.Close()
+	tr.psMu.Lock()
+	if tr.ps != nil {
+		_ = tr.ps.Close()
+	}
+	tr.psMu.Unlock()
 	tr.wg.Wait()
 	_ = tr.sub.Close()
 	// A read still under way keeps the connection until its reply or its read timeout,
