@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -97,11 +96,9 @@ func (tk *tracking) arm(ctx context.Context, t *Target, nodes []int) (free bool)
 	for ; asked > 0; asked-- {
 		select {
 		case a := <-results:
+			// A refusal is logged once per node, by notify.
 			free = free || a.free
 			tk.blind = tk.blind || a.err != nil
-			if errors.Is(a.err, notify.ErrTrackingRefused) {
-				t.c.cfg.Logger.Debug("dlock: tracking refused; re-checking instead", "name", t.name, "err", a.err)
-			}
 		case <-sub.Done():
 			tk.blind = true
 			return free

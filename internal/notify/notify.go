@@ -1,6 +1,7 @@
 // Package notify wakes waiters when a lock is released. A Hub keeps one pub/sub connection
 // per Redis node, shared by every waiter of a Client; waiters register the channels they
-// care about and are woken by any message on them.
+// care about and are woken by any message on them. It also tracks keys (Track): a waiter
+// is woken by the next write to a key by anyone, through CLIENT TRACKING (tracking.go).
 //
 // Pub/sub delivers at most once: a message sent while the connection is down is lost. The
 // hub therefore wakes every waiter of a channel when that channel is subscribed again after

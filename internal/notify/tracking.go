@@ -74,7 +74,7 @@ type tracker struct {
 	keys    map[string]map[*Key]struct{} // guarded by mu: the registered keys
 	epoch   uint64                       // guarded by mu: bumped when every registration may be lost
 	refused error                        // guarded by mu: why tracking is refused, for good
-	gone    chan struct{}                // closed when refused is set
+	gone    chan struct{}                // closed when refused is set, once
 	started bool                         // guarded by mu: the reader runs
 }
 
@@ -108,7 +108,6 @@ func (tr *tracker) subOptions() *redis.Options {
 	opt := *tr.node.Options()
 	opt.Protocol = 2
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 0, 0
-	opt.ReadTimeout = 0 // ReceiveTimeout sets its own
 	opt.PushNotificationProcessor = nil
 	opt.MaintNotificationsConfig = nil
 	opt.ClientSideCacheConfig, opt.ClientSideCache = nil, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/dlocktest"
@@ -36,16 +39,17 @@ type locker interface {
 type side struct {
 	name      string
 	newLocker func(s *dlocktest.RedisServer, key string) locker
+	polls     bool // its waiter retries every retryDelay rather than being told
 }
 
 var sides = []side{
 	{"dlock", func(s *dlocktest.RedisServer, key string) locker {
 		return &dlockLocker{m: s.NewClient(dlock.WithPrefix("")).Mutex(key, dlock.TTL(ttl))}
-	}},
+	}, false},
 	{"redsync", func(s *dlocktest.RedisServer, key string) locker {
 		rs := redsync.New(goredis.NewPool(s.Client()))
 		return &redsyncLocker{rs: rs, key: key}
-	}},
+	}, true},
 }
 
 type dlockLocker struct {
@@ -154,6 +158,15 @@ func TestPromptHandOver(t *testing.T) {
 					got <- time.Now()
 				}()
 				time.Sleep(200 * time.Millisecond) // the waiter is waiting
+				if !waiter.polls {
+					// Told, not re-checking: nothing while the key is held (one attempt
+					// at most, if the waiter was slow to start).
+					before := scriptCalls(t, srv.Client())
+					time.Sleep(500 * time.Millisecond)
+					if n := scriptCalls(t, srv.Client()) - before; n > 2 {
+						t.Errorf("the %s waiter sent %d scripts in 500ms while the key was held: it re-checks", waiter.name, n)
+					}
+				}
 				select {
 				case <-got:
 					t.Fatalf("the %s waiter got the key while %s held it", waiter.name, holder.name)
@@ -178,4 +191,23 @@ func TestPromptHandOver(t *testing.T) {
 			})
 		}
 	}
+}
+
+// scriptCalls returns how many scripts (EVAL, EVALSHA) the server has run.
+func scriptCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_eval:calls=", "cmdstat_evalsha:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				total += n
+			}
+		}
+	}
+	return total
 }
