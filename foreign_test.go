@@ -203,19 +203,27 @@ func TestWakeOnForeignReleaseCluster(t *testing.T) {
 
 // TestWakeOnForeignReleaseSentinel: through a Sentinel failover client, before and after
 // a failover: the tracking connections follow the master (the pub/sub one is replaced
-// when the new master does not know its id).
+// when the new master does not know its id), so that after the first wait, which may
+// re-check while they do, a waiter is told again.
 func TestWakeOnForeignReleaseSentinel(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	rdb := d.Client(t)
 	c := newClient(t, rdb, dlock.WithPrefix(""))
-	for _, key := range []string{"before-failover", "after-failover"} {
-		if key == "after-failover" {
+	for _, wait := range []struct {
+		key  string
+		told bool // checked to send nothing while the key is held
+	}{{"before-failover", true}, {"first-after-failover", false}, {"after-failover", true}} {
+		if wait.key == "first-after-failover" {
 			d.Failover(t)
 		}
-		woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, key, foreignReleases[0], d.Master.Client(t))
-		t.Logf("waiter acquired %v after a foreign DEL, %s", woke, key)
+		var stats *redis.Client
+		if wait.told {
+			stats = d.Master.Client(t)
+		}
+		woke := wakeAfterRelease(t, c, []redis.Cmdable{rdb}, wait.key, foreignReleases[0], stats)
+		t.Logf("waiter acquired %v after a foreign DEL, %s", woke, wait.key)
 		if woke > foreignWake {
-			t.Fatalf("waiter took %v after a foreign DEL, %s", woke, key)
+			t.Fatalf("waiter took %v after a foreign DEL, %s", woke, wait.key)
 		}
 	}
 }

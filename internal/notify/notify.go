@@ -174,6 +174,12 @@ func (h *Hub) tracker(ctx context.Context, routeKey string) (*tracker, error) {
 		return nil, ErrClosed
 	}
 	tr := h.trackers[addr]
+	if tr != nil && tr.node != node {
+		// A Cluster replaced the client of this address (the node left and came back):
+		// the old one is closed. Waiters still registered there re-check.
+		go tr.close()
+		tr = nil
+	}
 	if tr == nil {
 		tr = newTracker(node, h.logger, h.idle)
 		h.trackers[addr] = tr
