@@ -12,6 +12,10 @@ GO ?= go
 VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
 PKGS = $(filter-out ./bench/...,$(VET_PKGS))
 
+# interop/: tests against other Redlock clients, each a module of go.work of its own, so
+# that those clients never enter dlock's go.mod; each is named (./interop/... matches none).
+PKGS += ./interop/redsync/...
+
 # staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
 # into .bin/ (ignored by git) under its version, so that changing the pin installs anew.
 STATICCHECK_VERSION = v0.8.2

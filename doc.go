@@ -64,10 +64,21 @@
 // A MultiMutex is not re-entrant: Lock with a context that carries a live lease of the same
 // Client on one of its names returns an error rather than wait for itself.
 //
-// Waiting does not poll. A waiter wakes when a dlock holder releases, when the holder's
-// lease runs out, and, if the server publishes keyspace events (notify-keyspace-events
-// containing K, g and x), when another program deletes the key. Goroutines of one process
-// that wait for the same Mutex queue in order, and only the first of them asks Redis.
+// Waiting does not poll. A waiter wakes when a dlock holder releases (the release
+// publishes), when the holder's lease runs out (the refused attempt learned its remaining
+// time), and when another program releases the key: a Redlock client of another library
+// or redis-cli deletes, unlinks or overwrites it. A Mutex waiter is told of that by CLIENT
+// TRACKING, which needs Redis 6 or later and no server configuration. Where the server
+// refuses it (an older server, or an ACL user without CLIENT ID, CLIENT TRACKING or the
+// channel __redis__:invalidate), the waiter re-checks instead, with a back-off from a few
+// milliseconds up to 100ms, and the Client logs a warning that says so, once per node
+// (WithLogger). Keyspace events (notify-keyspace-events containing K, g and x), if the
+// server publishes them, wake waiters too. Tracking costs a waiter one read per wake-up,
+// and the Client two connections per node, from its first tracked wait until Close; an
+// uncontended Lock and Unlock send nothing more. A Mutex that takes turns (below) does
+// not track: its key is released by dlock, which publishes, and a key deleted by hand is
+// noticed within about a second. Goroutines of one process that wait for the same Mutex
+// queue in order, and only the first of them asks Redis.
 // A waiter that holds a place in a Redis queue (FairMutex, Semaphore, an RWMutex writer)
 // keeps it for as long as it waits, and one that dies is skipped within 3 seconds.
 //

@@ -41,7 +41,8 @@ func TestWakeOnUnlock(t *testing.T) {
 }
 
 func TestWakeOnForeignDelete(t *testing.T) {
-	// Keyspace events are what tell dlock about a DEL by another program.
+	// Keyspace events, where the server publishes them, wake a waiter too: an accelerator
+	// beside CLIENT TRACKING (foreign_test.go shows a server without them).
 	_, rdb := standalone(t, redistest.WithArgs("--notify-keyspace-events", "Kgx"))
 	c := newClient(t, rdb, dlock.WithPrefix(""))
 	ctx := ctxTimeout(t, 20*time.Second)

@@ -27,8 +27,10 @@
 //
 // Waiting does not poll. A release publishes on the lock's channel (internal/notify keeps
 // one subscription per node for the whole Client); a refused attempt learns the holder's
-// remaining time and sleeps no longer; keyspace events, where the server sends them,
-// report deletions by other programs. Waiters that hold a place in a Redis queue
+// remaining time and sleeps no longer; CLIENT TRACKING reports writes to a Mutex's key by
+// other programs, which publish nothing (tracking.go), and where the server refuses it a
+// re-check with a bounded back-off stands in; keyspace events, where the server sends
+// them, wake waiters too. Waiters that hold a place in a Redis queue
 // (FairMutex, Semaphore, an RWMutex writer) refresh it every waiterRefresh: that
 // keep-alive, not polling, is what lets a dead waiter be skipped within waiterTTL.
 //

@@ -56,4 +56,6 @@ func (mutexScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
 	return []notify.Channel{released, n.keyspaceChannel(t.keys.Lock)}
 }
 
-func (mutexScheme) policy() policy { return policy{reentrant: true, coordinate: hotKey} }
+func (mutexScheme) policy() policy {
+	return policy{reentrant: true, coordinate: hotKey, track: true}
+}

@@ -70,6 +70,10 @@ type policy struct {
 	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
 	// gives the others back rather than keep them until they expire (Hold.end).
 	allOrNone bool
+	// track: the lock key is a string that clients of other libraries also take (SET NX)
+	// and release (DEL, a script), which publishes nothing: waiters track it with CLIENT
+	// TRACKING (tracking.go). Mutex.
+	track bool
 }
 
 // coordination is how the goroutines of one process share a lock key.

@@ -277,6 +277,17 @@ func (v *votes) refusedLeft() []time.Duration {
 	return left
 }
 
+// refusers lists the nodes that refused: they answered with a reply <= 0.
+func (v *votes) refusers() []int {
+	var nodes []int
+	for i, val := range v.vals {
+		if v.answered[i] && val <= 0 && !v.failedAt(i) {
+			nodes = append(nodes, i)
+		}
+	}
+	return nodes
+}
+
 // unanswered is how many nodes of a poll of every node never answered.
 func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
 

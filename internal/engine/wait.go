@@ -11,8 +11,9 @@ import (
 
 // Waiting. A waiter never polls at a fixed rate. It wakes when:
 //   - a dlock holder releases: the release script publishes on the lock's channel;
-//   - another program deletes the key, or it expires: the server's keyspace event, when
-//     the server publishes them (notify-keyspace-events with K and g, x);
+//   - another program deletes or overwrites the key, or it expires: CLIENT TRACKING
+//     (tracking.go), or where the server refuses it a re-check within maxRecheck; and the
+//     server's keyspace event, when it publishes them (notify-keyspace-events with K, g, x);
 //   - the holder's lease runs out: the acquire script replied with its remaining time;
 //   - this process releases its own hold: the local queue is told directly.
 // Pub/sub may lose a message across a reconnect; the remaining time bounds that loss. When
@@ -91,6 +92,7 @@ type waiting struct {
 	r        *request
 	wake     chan struct{} // made when the first attempt fails: an uncontended Lock needs none
 	watches  []*notify.Watch
+	tracking *tracking // the lock key's CLIENT TRACKING, when the kind tracks (tracking.go)
 	listened bool
 	failures int // consecutive attempts that reached no verdict
 	splits   int // consecutive split votes
@@ -142,7 +144,10 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 		drain(w.wake)
 		return 0, nil
 	default:
-		sleep = w.untilFree(a.left)
+		if w.tracking.arm(ctx, t, a.refusers) {
+			return 0, nil // a node that refused no longer has the key
+		}
+		sleep = w.tracking.bound(w.untilFree(a.left))
 	}
 	if t.policy.waitList || t.coord.takesTurns() {
 		// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
@@ -185,11 +190,13 @@ func (w *waiting) listen(ctx context.Context) bool {
 		w.r.grants = make(chan scripts.Grant, 4)
 	}
 	w.watches = watch(ctx, w.r, w.wake)
+	w.tracking = track(ctx, w.r, w.wake)
 	w.listened = true
 	return len(w.watches) > 0
 }
 
 func (w *waiting) stopListening() {
+	w.tracking.close()
 	if len(w.watches) > 0 {
 		// In the background: a node that went silent holds up its subscriptions'
 		// bookkeeping until the client's read timeout, which must not delay Lock.

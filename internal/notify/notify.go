@@ -1,6 +1,7 @@
 // Package notify wakes waiters when a lock is released. A Hub keeps one pub/sub connection
 // per Redis node, shared by every waiter of a Client; waiters register the channels they
-// care about and are woken by any message on them.
+// care about and are woken by any message on them. It also tracks keys (Track): a waiter
+// is woken by the next write to a key by anyone, through CLIENT TRACKING (tracking.go).
 //
 // Pub/sub delivers at most once: a message sent while the connection is down is lost. The
 // hub therefore wakes every waiter of a channel when that channel is subscribed again after
@@ -11,6 +12,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -48,15 +50,20 @@ type Hub struct {
 	rdb    redis.UniversalClient
 	logger *slog.Logger
 	linger time.Duration // linger, except in tests; set before the first Watch
+	idle   time.Duration // idlePing, except in tests; set before the first Track
 
-	mu     sync.Mutex
-	nodes  map[string]*nodeConn // by node address; guarded by mu
-	closed bool                 // guarded by mu
+	mu       sync.Mutex
+	nodes    map[string]*nodeConn // by node address; guarded by mu
+	trackers map[string]*tracker  // by node address; guarded by mu
+	closed   bool                 // guarded by mu
 }
 
 // NewHub returns a hub for one deployment. It connects lazily, on the first Watch.
 func NewHub(rdb redis.UniversalClient, logger *slog.Logger) *Hub {
-	return &Hub{rdb: rdb, logger: logger, linger: linger, nodes: make(map[string]*nodeConn)}
+	return &Hub{
+		rdb: rdb, logger: logger, linger: linger, idle: idlePing,
+		nodes: make(map[string]*nodeConn), trackers: make(map[string]*tracker),
+	}
 }
 
 // Watch subscribes to channels on the node that owns routeKey and returns once the server
@@ -118,15 +125,82 @@ func (h *Hub) node(ctx context.Context, routeKey string) (*nodeConn, error) {
 	return n, nil
 }
 
-// Close ends every subscription and wakes nothing: callers stop waiting on their own.
+// Track registers key, on the node that owns routeKey, for a wake-up on wake at the next
+// write to it by anyone (tracking.go): a DEL, UNLINK, SET, a script's write, its expiry.
+// It sends nothing to Redis: Key.Arm does, and must be called before the first wake-up
+// and after each. It fails with an error that wraps ErrTrackingRefused when the node cannot
+// track keys, and with ctx's error when the Cluster's slot map cannot be read in time.
+// The caller must Close the Key.
+func (h *Hub) Track(ctx context.Context, routeKey, key string, wake chan struct{}) (*Key, error) {
+	tr, err := h.tracker(ctx, routeKey)
+	if err != nil {
+		return nil, err
+	}
+	k := &Key{tr: tr, key: key, c: wake}
+	tr.mu.Lock()
+	if tr.refused != nil {
+		tr.mu.Unlock()
+		return nil, tr.refused
+	}
+	ks := tr.keys[key]
+	if ks == nil {
+		ks = make(map[*Key]struct{})
+		tr.keys[key] = ks
+	}
+	ks[k] = struct{}{}
+	tr.mu.Unlock()
+	tr.start()
+	return k, nil
+}
+
+// tracker returns the tracker of the node that owns routeKey, made on first use.
+func (h *Hub) tracker(ctx context.Context, routeKey string) (*tracker, error) {
+	var node *redis.Client
+	switch rdb := h.rdb.(type) {
+	case *redis.Client:
+		node = rdb
+	case *redis.ClusterClient:
+		master, err := rdb.MasterForKey(ctx, routeKey)
+		if err != nil {
+			return nil, err
+		}
+		node = master
+	default:
+		return nil, fmt.Errorf("%w: not with a %T (use a *redis.Client or *redis.ClusterClient)", ErrTrackingRefused, h.rdb)
+	}
+	addr := node.Options().Addr
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	tr := h.trackers[addr]
+	if tr != nil && tr.node != node {
+		// A Cluster replaced the client of this address (the node left and came back):
+		// the old one is closed. Waiters still registered there re-check.
+		go tr.close()
+		tr = nil
+	}
+	if tr == nil {
+		tr = newTracker(node, h.logger, h.idle)
+		h.trackers[addr] = tr
+	}
+	return tr, nil
+}
+
+// Close ends every subscription and tracking and wakes nothing: callers stop waiting on
+// their own.
 func (h *Hub) Close() {
 	h.mu.Lock()
-	nodes := h.nodes
-	h.nodes = nil
+	nodes, trackers := h.nodes, h.trackers
+	h.nodes, h.trackers = nil, nil
 	h.closed = true
 	h.mu.Unlock()
 	for _, n := range nodes {
 		n.close()
+	}
+	for _, tr := range trackers {
+		tr.close()
 	}
 }
 
