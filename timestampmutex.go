@@ -57,8 +57,9 @@ import (
 // Mutex.
 //
 // A waiter wakes when a dlock holder unlocks and when the holder's deadline passes by its
-// own clock; the other clients release with a plain DEL and tell no one, so a waiter also
-// asks again after a back-off of at most 100ms. Goroutines of one process queue locally
+// own clock; the other clients release with a plain DEL (or take over with GETSET) and
+// tell no one, so a waiter tracks the key as a Mutex's waiter does (CLIENT TRACKING, or a
+// re-check at most every 100ms where the server refuses it). Goroutines of one process queue locally
 // and only the first asks Redis. A TimestampMutex needs one Redis deployment: on a quorum
 // Client every method returns an error, since votes for a deadline cannot be counted as
 // one holder's. Inspect reports its lock as a mutex whose holder token is the deadline.

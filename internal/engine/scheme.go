@@ -2,7 +2,6 @@ package engine
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -63,16 +62,13 @@ type policy struct {
 	reentrant bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
-	// recheck: a waiter asks again at least this often, after a back-off that starts at
-	// minBackoff, because holders of the kind may release without a word (TimestampMutex:
-	// the protocol's other clients DEL the key). 0 for kinds whose every release is heard.
-	recheck time.Duration
 	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
 	// gives the others back rather than keep them until they expire (Hold.end).
 	allOrNone bool
-	// track: the lock key is a string that clients of other libraries also take (SET NX)
-	// and release (DEL, a script), which publishes nothing: waiters track it with CLIENT
-	// TRACKING (tracking.go). Mutex.
+	// track: the lock key is a string that clients of other libraries also take (SET NX,
+	// SETNX) and release (DEL, a script, GETSET), which publishes nothing: waiters track it
+	// with CLIENT TRACKING, or re-check where a server refuses it (tracking.go). Mutex,
+	// TimestampMutex.
 	track bool
 }
 

@@ -46,12 +46,6 @@ import (
 // something that is not a deadline.
 const notStampPrefix = "NOTSTAMP"
 
-// stampRecheck bounds how long a TimestampMutex waiter goes without asking again: the
-// protocol's other clients release with a plain DEL and publish nothing, and a server need
-// not publish keyspace events. dlock's own releases and the holder's deadline wake the
-// waiter sooner.
-const stampRecheck = 100 * time.Millisecond
-
 // errTimestampQuorum is the error of a TimestampMutex on a quorum Client.
 var errTimestampQuorum = errors.New("dlock: TimestampMutex needs a single Redis deployment: the protocol's key holds a deadline and no owner token, so the votes of independent quorum nodes cannot be counted as one holder's; use a Mutex on a quorum (once every client of the key is dlock or a Redlock client), or a TimestampMutex on one deployment (standalone, Sentinel or Cluster)")
 
@@ -122,7 +116,7 @@ func (stampScheme) channels(t *Target, _ *request, n *Node) []notify.Channel {
 }
 
 func (stampScheme) policy() policy {
-	return policy{reentrant: true, coordinate: queueLocally, recheck: stampRecheck}
+	return policy{reentrant: true, coordinate: queueLocally, track: true}
 }
 
 // stamp is the token of a TimestampMutex hold: the deadlines it has written to the key.

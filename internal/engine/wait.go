@@ -18,8 +18,7 @@ import (
 //   - this process releases its own hold: the local queue is told directly.
 // Pub/sub may lose a message across a reconnect; the remaining time bounds that loss. When
 // the holder's key has no expiry and nothing can be heard, the waiter backs off
-// exponentially up to maxBackoff. A kind whose holders may release unheard
-// (policy.recheck) also asks again after a back-off bounded by its recheck.
+// exponentially up to maxBackoff.
 
 const (
 	minBackoff = 5 * time.Millisecond
@@ -99,7 +98,6 @@ type waiting struct {
 	lastErr  error
 	backoff  time.Duration
 	left     time.Duration // the holder's time left, as the last refusal said; <0 unknown
-	recheck  time.Duration // the last re-check interval (policy.recheck), 0 before the first
 }
 
 // next decides what follows the failed attempt a: how long to pause before the next one
@@ -153,10 +151,6 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 		// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
 		// an attempt refreshes it.
 		sleep = min(sleep, waiterRefresh*time.Millisecond)
-	}
-	if limit := t.policy.recheck; limit > 0 {
-		w.recheck = min(max(2*w.recheck, minBackoff), limit)
-		sleep = min(sleep, jitter(w.recheck))
 	}
 	return sleep, nil
 }
