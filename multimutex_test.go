@@ -195,6 +195,46 @@ func TestMultiMutexRefusesRing(t *testing.T) {
 	}
 }
 
+// TestMultiMutexObservedOnCluster: a MultiMutex over several hash slots reports each
+// attempt to the observers as one Attempted event, refused by the part held elsewhere or
+// acquired, and its WaitEnded counts them.
+func TestMultiMutexObservedOnCluster(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	c, rec := observed(t, rdb)
+	other := newClient(t, rdb)
+	ctx := ctxTimeout(t, 20*time.Second)
+	names := bySlot(t, "a", "b", "c")
+	held := mustLock(t, other.Mutex(names[2]), ctx)
+	m := c.MultiMutex(names)
+	if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryLock with %q held: %v, want ErrNotAcquired", names[2], err)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	attempts, _ := of[dlock.Attempt](rec, nil)
+	ends, _ := of[dlock.WaitEnd](rec, nil)
+	if len(attempts) != 2 || attempts[0].Verdict != dlock.VerdictHeld || attempts[1].Verdict != dlock.VerdictAcquired {
+		t.Fatalf("attempts %+v; want one held, then one acquired", attempts)
+	}
+	if len(ends) != 2 || ends[0].Attempts != 1 || ends[1].Attempts != 1 {
+		t.Fatalf("WaitEnded %+v; want one attempt each", ends)
+	}
+	for _, a := range attempts {
+		if a.Kind != "multi" || a.Name != strings.Join(names, ",") {
+			t.Errorf("attempt %+v: want kind multi and name %q", a, strings.Join(names, ","))
+		}
+	}
+}
+
 // TestMultiMutexExcludesMutex: a MultiMutex and a Mutex of one of its names exclude each
 // other, in both directions, and a refused MultiMutex leaves none of its names held: on a
 // Cluster with the held name in the last slot taken, after the others were taken.
