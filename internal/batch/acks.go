@@ -13,8 +13,9 @@ import (
 // Acks is what a Batcher made by NewAcked asks of every write: that Replicas replicas
 // of the master that ran it acknowledge it within Timeout (WAIT Replicas Timeout).
 //
-// WAIT cannot run inside a script, and it waits for the replication offset of the last
-// write of its connection: it must follow the scripts on their connection. So every
+// WAIT cannot run inside a script, and it waits for the master's replication offset as
+// of its connection's last command (which covers the master's other writes up to then
+// too, any client's): it must follow the scripts on their connection. So every
 // round trip of an acked Batcher is one explicit pipeline per master, its calls and then
 // one WAIT, whose reply every call of the pipeline gets (Call.Acked). One WAIT covers them
 // all, since replication is one ordered stream: a master that has the offset of the last
