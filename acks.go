@@ -9,9 +9,18 @@ import (
 	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
+// ackHeadroom is the part of a Redis client's ReadTimeout read that a WAIT must leave for
+// the replies of the scripts before it and the network: a fifth of it, at least 100ms.
+func ackHeadroom(read time.Duration) time.Duration {
+	return max(100*time.Millisecond, read/5)
+}
+
 // checkAcks says what is wrong with WithReplicaAcks for these Redis clients, if anything:
-// a client that cannot carry WAIT to the key's master, or one whose ReadTimeout would cut
-// a WAIT short (go-redis reads a pipeline's replies within it).
+// a client that cannot carry WAIT to the key's master, or one whose ReadTimeout leaves a
+// WAIT too little headroom (ackHeadroom). go-redis reads a pipeline's replies within
+// ReadTimeout and, when that read times out, sends the whole pipeline again (up to
+// MaxRetries times): the scripts would run again, each followed by another full WAIT, and
+// the caller would get a timeout instead of ErrNotReplicated.
 func checkAcks(rdbs []redis.UniversalClient, acks batch.Acks) error {
 	if acks.Replicas == 0 {
 		return nil
@@ -26,8 +35,8 @@ func checkAcks(rdbs []redis.UniversalClient, acks batch.Acks) error {
 		default:
 			return fmt.Errorf("dlock: WithReplicaAcks needs a *redis.Client (a server or a Sentinel failover client) or a *redis.ClusterClient, not a %T: WAIT must reach the master that ran the write", rdb)
 		}
-		if read > 0 && acks.Timeout >= read {
-			return fmt.Errorf("dlock: WithReplicaAcks timeout %v is not shorter than the Redis client's ReadTimeout %v, which would cut a WAIT short: use a shorter timeout or a longer ReadTimeout", acks.Timeout, read)
+		if read > 0 && acks.Timeout+ackHeadroom(read) > read {
+			return fmt.Errorf("dlock: WithReplicaAcks timeout %v leaves too little of the Redis client's ReadTimeout %v for the scripts' replies (it needs %v of it): a read that times out makes go-redis send the pipeline again, scripts and WAIT; use a timeout of at most %v or a longer ReadTimeout", acks.Timeout, read, ackHeadroom(read), read-ackHeadroom(read))
 		}
 	}
 	return nil

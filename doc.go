@@ -148,7 +148,6 @@
 // hash of their standing requests, {prefix+name}:asks; for a moment after a release, the
 // lock key may hold "turn:" and the id of the process it is promised to. All share one
 // Redis Cluster hash slot. A TimestampMutex uses the same lock key and fencing counter; its
-// lock key holds the holder's deadline in unix milliseconds.
-// Redis Cluster hash slot. A MultiMutex uses the lock key and fencing counter of a Mutex
+// lock key holds the holder's deadline in unix milliseconds. A MultiMutex uses the lock key and fencing counter of a Mutex
 // of each of its names.
 package dlock

@@ -21,8 +21,10 @@ import (
 // slot), the slots in order, and a slot refused gives back the slots taken before it.
 // A MultiMutex never holds some of its names while it waits for the others, so two
 // MultiMutexes over overlapping sets cannot deadlock. When Lock or TryLock returns an
-// error, none of the names is held by it: on one server or a Cluster, none of their keys
-// is left (a node that stopped answering lets its keys expire); on a quorum, what a
+// error, none of the names is held by it: on one server or a Cluster, what it took is
+// given back before the error returns where the nodes answer in time; a node that does
+// not lets those keys live until their TTL, and the undo of a refused node's own grant is
+// sent without waiting, so its keys can outlive the error briefly; on a quorum, what a
 // minority of nodes granted is released as the attempt ends, as for a Mutex.
 //
 // The Lease of a MultiMutex covers every name: it is renewed for all of them together,
@@ -30,6 +32,10 @@ import (
 // the other names are given back. Lease.Tokens gives each name's fencing token, and Token
 // the largest; a MultiMutex gives all its names the same token, above the earlier tokens
 // of each of them.
+//
+// A MultiMutex needs a Client of a *redis.Client, a *redis.ClusterClient or a quorum of
+// them: on a *redis.Ring, whose scripts reach the shard of their first key only, every
+// method returns an error.
 //
 // A MultiMutex takes no turns: where Mutex processes keep one of its names busy, passing
 // it from one to the next, it gets that name only once none of them waits for it.

@@ -163,6 +163,78 @@ func TestMultiMutexBadInput(t *testing.T) {
 	}
 }
 
+// TestMultiMutexRefusesRing: a Ring sends a script to the shard of its first key, where a
+// MultiMutex's other names do not belong (a Mutex of one of them, on its own shard, would
+// take it too), so a MultiMutex on a Ring is refused by every method and writes nothing.
+func TestMultiMutexRefusesRing(t *testing.T) {
+	t.Parallel()
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	c := newClient(t, ring)
+	ctx := ctxTimeout(t, 10*time.Second)
+	m := c.MultiMutex([]string{"x", "y", "z", "w"})
+	for op, call := range map[string]func() error{
+		"Lock":    func() error { _, err := m.Lock(ctx); return err },
+		"TryLock": func() error { _, err := m.TryLock(ctx); return err },
+		"Do":      func() error { return m.Do(ctx, func(context.Context) error { t.Error("Do ran fn"); return nil }) },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "cannot run on a *redis.Ring") {
+			t.Errorf("%s on a Ring = %v, want an error saying a MultiMutex cannot run on a *redis.Ring", op, err)
+		}
+	}
+	for _, srv := range []*redistest.Server{a, b} {
+		if keys := srv.Client(t).Keys(ctx, "*").Val(); len(keys) != 0 {
+			t.Errorf("a refused MultiMutex wrote %v on %s", keys, srv.Addr)
+		}
+	}
+	if lease, err := c.Mutex("x").TryLock(ctx); err != nil {
+		t.Errorf("a Mutex on the Ring: %v", err)
+	} else {
+		_ = lease.Unlock(ctx)
+	}
+}
+
+// TestMultiMutexObservedOnCluster: a MultiMutex over several hash slots reports each
+// attempt to the observers as one Attempted event, refused by the part held elsewhere or
+// acquired, and its WaitEnded counts them.
+func TestMultiMutexObservedOnCluster(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	c, rec := observed(t, rdb)
+	other := newClient(t, rdb)
+	ctx := ctxTimeout(t, 20*time.Second)
+	names := bySlot(t, "a", "b", "c")
+	held := mustLock(t, other.Mutex(names[2]), ctx)
+	m := c.MultiMutex(names)
+	if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryLock with %q held: %v, want ErrNotAcquired", names[2], err)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	attempts, _ := of[dlock.Attempt](rec, nil)
+	ends, _ := of[dlock.WaitEnd](rec, nil)
+	if len(attempts) != 2 || attempts[0].Verdict != dlock.VerdictHeld || attempts[1].Verdict != dlock.VerdictAcquired {
+		t.Fatalf("attempts %+v; want one held, then one acquired", attempts)
+	}
+	if len(ends) != 2 || ends[0].Attempts != 1 || ends[1].Attempts != 1 {
+		t.Fatalf("WaitEnded %+v; want one attempt each", ends)
+	}
+	for _, a := range attempts {
+		if a.Kind != "multi" || a.Name != strings.Join(names, ",") {
+			t.Errorf("attempt %+v: want kind multi and name %q", a, strings.Join(names, ","))
+		}
+	}
+}
+
 // TestMultiMutexExcludesMutex: a MultiMutex and a Mutex of one of its names exclude each
 // other, in both directions, and a refused MultiMutex leaves none of its names held: on a
 // Cluster with the held name in the last slot taken, after the others were taken.

@@ -75,8 +75,17 @@ const MaxReplicaAckTimeout = 10 * time.Second
 // WAIT is not consensus, and a replica that did not acknowledge can still be promoted
 // (see the README, "Replicas and failover"); fencing tokens are what protect the data.
 //
-// replicas must be at least 1 and timeout between 1ms and MaxReplicaAckTimeout, and
-// shorter than the Redis client's ReadTimeout, which bounds the pipeline's replies. The
+// replicas must be at least 1 and timeout between 1ms and MaxReplicaAckTimeout, and leave
+// headroom in the Redis client's ReadTimeout, which bounds the pipeline's replies: timeout
+// plus a fifth of ReadTimeout (at least 100ms) must not exceed it, so 4s at most with
+// go-redis's default of 5s. A read that times out anyway (a server that stalls) makes
+// go-redis send the whole pipeline again, up to its MaxRetries (3 by default) times, each
+// with its WAIT: set MaxRetries to -1 on the Redis client if a call must not wait more than
+// one ReadTimeout. A call waits for its node up to twice timeout on top of the usual
+// per-node timeout, since it can queue behind a WAIT under way; a renewal waits at most a
+// third of the lease's TTL, so with a TTL under six times timeout a renewal whose WAITs run
+// out gives up before they answer and is retried until the deadline, and a replica that
+// lags costs the lease. The
 // Redis client must be a *redis.Client (a server, or a Sentinel failover client) or a
 // *redis.ClusterClient: on a Cluster each master's calls go through the node client of
 // that master, whose hooks (ClusterClient.OnNewNode) see them, not the cluster client's.

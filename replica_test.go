@@ -59,6 +59,8 @@ func TestReplicaAcksInvalid(t *testing.T) {
 	srv := redistest.Start(t)
 	slowRead, defaultRead := srv.Options(), srv.Options()
 	slowRead.ReadTimeout, defaultRead.ReadTimeout = 200*time.Millisecond, 0
+	secondRead, shortRead := srv.Options(), srv.Options()
+	secondRead.ReadTimeout, shortRead.ReadTimeout = time.Second, 300*time.Millisecond
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}})
 	t.Cleanup(func() { _ = ring.Close() })
 	for _, tc := range []struct {
@@ -75,6 +77,9 @@ func TestReplicaAcksInvalid(t *testing.T) {
 		{"absurd timeout", srv.Client(t), dlock.WithReplicaAcks(1, time.Hour), "between 1ms and 10s"},
 		{"timeout beyond the read timeout", closed(t, redis.NewClient(slowRead)), dlock.WithReplicaAcks(1, 200*time.Millisecond), "ReadTimeout 200ms"},
 		{"timeout beyond the default read timeout", closed(t, redis.NewClient(defaultRead)), dlock.WithReplicaAcks(1, 9*time.Second), "the Redis client's ReadTimeout"},
+		{"timeout without headroom in the read timeout", closed(t, redis.NewClient(secondRead)), dlock.WithReplicaAcks(1, 850*time.Millisecond), "use a timeout of at most 800ms"},
+		{"timeout without headroom in the default read timeout", closed(t, redis.NewClient(defaultRead)), dlock.WithReplicaAcks(1, 4500*time.Millisecond), "use a timeout of at most 4s"},
+		{"timeout without the minimum headroom", closed(t, redis.NewClient(shortRead)), dlock.WithReplicaAcks(1, 250*time.Millisecond), "use a timeout of at most 200ms"},
 		{"a Ring", ring, dlock.WithReplicaAcks(1, time.Second), "not a *redis.Ring"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +92,20 @@ func TestReplicaAcksInvalid(t *testing.T) {
 				t.Fatalf("NewQuorum: %v; want %v", qerr, err)
 			}
 		})
+	}
+}
+
+// TestReplicaAcksHeadroom: a timeout that leaves ReadTimeout its headroom (a fifth, at
+// least 100ms) is accepted: the WAIT runs, and without a replica the acquisition fails
+// with ErrNotReplicated, not a read timeout.
+func TestReplicaAcksHeadroom(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	opt := srv.Options()
+	opt.ReadTimeout = time.Second
+	c := newClient(t, closed(t, redis.NewClient(opt)), dlock.WithReplicaAcks(1, 800*time.Millisecond))
+	if _, err := c.Mutex("m").TryLock(ctxTimeout(t, 10*time.Second)); !errors.Is(err, dlock.ErrNotReplicated) {
+		t.Fatalf("TryLock without a replica: %v; want ErrNotReplicated", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,8 +13,9 @@ import (
 // Acks is what a Batcher made by NewAcked asks of every write: that Replicas replicas
 // of the master that ran it acknowledge it within Timeout (WAIT Replicas Timeout).
 //
-// WAIT cannot run inside a script, and it waits for the replication offset of the last
-// write of its connection: it must follow the scripts on their connection. So every
+// WAIT cannot run inside a script, and it waits for the master's replication offset as
+// of its connection's last command (which covers the master's other writes up to then
+// too, any client's): it must follow the scripts on their connection. So every
 // round trip of an acked Batcher is one explicit pipeline per master, its calls and then
 // one WAIT, whose reply every call of the pipeline gets (Call.Acked). One WAIT covers them
 // all, since replication is one ordered stream: a master that has the offset of the last
@@ -193,8 +195,9 @@ func isMoved(err error) bool {
 // its connection. go-redis reloads it on MOVED, but after a master died only every
 // ClusterStateReloadInterval (a minute by default): until then it sends the dead master's
 // slots to it, and a lock there could not be had, renewed or released for that long
-// after its replica took over. The reload is lazy and rate-limited by go-redis (one at a
-// time, 200ms apart), so a storm of failed calls costs a few CLUSTER SLOTS.
+// after its replica took over. go-redis runs one reload at a time, but does not space them
+// out after one that failed (as it does while the dead master is still in the map), so
+// dlock asks at most once per reloadInterval (reloadIf).
 func reloadOnFailure(rdb redis.UniversalClient, calls []*Call) {
 	if _, ok := rdb.(*redis.ClusterClient); !ok {
 		return
@@ -206,11 +209,29 @@ func reloadOnFailure(rdb redis.UniversalClient, calls []*Call) {
 	}
 }
 
+// reloadInterval is the least time between two reloads reloadIf asks for.
+const reloadInterval = 500 * time.Millisecond
+
+// lastReload is when reloadIf last asked for a reload (monotonic nanoseconds since
+// clockStart). It is shared by every cluster client of the process: a storm of failures
+// on one Cluster can delay another's reload by up to reloadInterval, after which its own
+// next failure asks for it.
+var lastReload atomic.Int64
+
+var clockStart = time.Now()
+
 // reloadIf asks a cluster client to reload its slot map if err is a failure of the
-// connection (see reloadOnFailure), and reports whether it did.
+// connection (see reloadOnFailure) and no reload was asked for within reloadInterval, and
+// reports whether it did. A context that ended is the caller's, not the connection's.
 func reloadIf(rdb redis.UniversalClient, err error) bool {
 	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok || err == nil || isReply(err) || errors.Is(err, ErrStopped) || IsExpired(err) {
+	if !ok || err == nil || isReply(err) || errors.Is(err, ErrStopped) || IsExpired(err) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	now := int64(time.Since(clockStart))
+	last := lastReload.Load()
+	if last != 0 && now-last < int64(reloadInterval) || !lastReload.CompareAndSwap(last, now) {
 		return false
 	}
 	cc.ReloadState(context.Background())

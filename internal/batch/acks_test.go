@@ -1,8 +1,13 @@
 package batch
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
@@ -53,5 +58,32 @@ func TestAckedRoundTrip(t *testing.T) {
 	}
 	if n := cnt.singles.Load(); n > 5 { // CONFIG SET and the SCRIPT FLUSHes
 		t.Fatalf("%d commands outside a pipeline: a WAIT cannot follow them", n)
+	}
+}
+
+// TestReloadSpacedOut: failed calls on a Cluster ask for a slot-map reload at most once per
+// reloadInterval, and never for a context that ended or an error reply. Not parallel:
+// the interval is the process's.
+func TestReloadSpacedOut(t *testing.T) {
+	cc := redistest.StartCluster(t, 3).Client(t)
+	lastReload.Store(0)
+	for _, tc := range []struct {
+		name   string
+		err    error
+		reload bool
+	}{
+		{"a context cancelled", context.Canceled, false},
+		{"a context deadline", fmt.Errorf("dial: %w", context.DeadlineExceeded), false},
+		{"an error reply", redis.Nil, false},
+		{"a connection failure", io.ErrUnexpectedEOF, true},
+		{"a second failure at once", io.EOF, false},
+	} {
+		if got := reloadIf(cc, tc.err); got != tc.reload {
+			t.Fatalf("%s: reloadIf = %v, want %v", tc.name, got, tc.reload)
+		}
+	}
+	time.Sleep(reloadInterval + 50*time.Millisecond)
+	if !reloadIf(cc, io.EOF) {
+		t.Fatal("a failure after reloadInterval did not reload")
 	}
 }

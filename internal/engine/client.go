@@ -106,12 +106,15 @@ func (c *Client) enter() error {
 // (quorum.NodeTimeout), since a hung node must cost a fraction of the lease and the other
 // nodes can decide without it; one deployment has no other node to turn to, so it gets
 // longer (a third of the lease, at most a second), which a loaded server needs more than
-// a quick verdict. A WAIT for replica acknowledgements (acks.go) comes on top.
+// a quick verdict. Waits for replica acknowledgements (acks.go) come on top: two, since
+// a call can queue on its lane behind a round trip whose WAIT is under way before its own
+// round trip's WAIT.
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	acks := 2 * c.cfg.Acks.Timeout
 	if len(c.nodes) > 1 {
-		return quorum.NodeTimeout(ttl) + c.cfg.Acks.Timeout
+		return quorum.NodeTimeout(ttl) + acks
 	}
-	return min(max(ttl/3, 5*time.Millisecond), time.Second) + c.cfg.Acks.Timeout
+	return min(max(ttl/3, 5*time.Millisecond), time.Second) + acks
 }
 
 // Usable reports the error that stops every operation: a construction error or Close.

@@ -27,23 +27,26 @@ import (
 // Every name gets one fencing token, the largest: each part is asked for no less than the
 // parts before it got, and a part that got less is raised to it (settleFence, on a
 // majority) before the attempt succeeds, which costs a round trip only when the slots'
-// counters differ.
+// counters differ. The observers see one attempt, whatever its number of parts, judged by
+// the part that ended it (the last one when it succeeds).
 func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	t, c := r.t, r.t.c
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	token := any(newToken())
 	counters := make([][]int64, len(t.parts)) // each part's replies, by node
 	var fence int64
-	var deadline time.Time
+	var start, deadline time.Time
+	var v *votes
 	r.waitPart.Store(0) // all parts, until one refuses: a release meanwhile is not missed
 	for i, p := range t.parts {
 		floor := any(strconv.FormatInt(fence, 10))
-		v := poll(ctx, c, nil, t.cfg.TTL,
+		v = poll(ctx, c, nil, t.cfg.TTL,
 			func(call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
 			func(v *votes) bool { return v.settled(need) })
 		if i == 0 {
-			deadline = quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
+			start, deadline = v.start, quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 		}
+		v.start = start // the observers' attempt lasts from the first part on
 		verdict := v.verdict(need, time.Now().Before(deadline))
 		if verdict != acquired {
 			undoParts(ctx, t, t.parts[:i], token)
@@ -51,7 +54,7 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 				p.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
 			}
 			r.waitPart.Store(int32(i) + 1)
-			return refused(r, v, verdict, need)
+			return r.attempted(lockCtx, refused(r, v, verdict, need), v, verdict)
 		}
 		counters[i] = v.vals
 		fence = max(fence, slices.Max(v.vals))
@@ -60,10 +63,11 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 		below := slices.ContainsFunc(counters[i], func(f int64) bool { return f > 0 && f < fence })
 		if below && !settleFence(ctx, p, counters[i], fence) {
 			undoParts(ctx, t, t.parts, token)
-			return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)}
+			err := fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)
+			return r.attempted(lockCtx, attempt{err: err}, v, acquired)
 		}
 	}
-	return attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}
+	return r.attempted(lockCtx, attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}, v, acquired)
 }
 
 // undoParts gives back the parts an attempt took and waits for the replies, bounded by the

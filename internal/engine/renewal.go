@@ -143,14 +143,19 @@ func (b *renewals) heard(c *Client, replies [][]*batch.Call, answered []bool) {
 // counted counts the nodes that renewed the hold at.i and those that no longer hold it,
 // and returns the index after it. A MultiMutex over several hash slots is in b once per
 // part, in a row: it is renewed only if every part is, and lost if any part is.
-func (b *renewals) counted(at renewReplies) (ok, gone, next int) {
+// worst is the index of the part that the fewest nodes renewed, whose replies say why a
+// renewal failed.
+func (b *renewals) counted(at renewReplies) (ok, gone, next, worst int) {
 	ok, gone = countRenewed(at.calls, at.answered, at.i)
-	next = at.i + 1
+	next, worst = at.i+1, at.i
 	for ; next < len(b.holds) && b.holds[next] == b.holds[at.i]; next++ {
 		partOK, partGone := countRenewed(at.calls, at.answered, next)
+		if partOK < ok {
+			worst = next
+		}
 		ok, gone = min(ok, partOK), max(gone, partGone)
 	}
-	return ok, gone, next
+	return ok, gone, next, worst
 }
 
 // countRenewed counts the nodes that renewed the hold numbered i and those that no longer
@@ -177,7 +182,7 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 // the index of the next hold in b.
 func (b *renewals) apply(c *Client, at renewReplies, now time.Time) (next int) {
 	h, ttl := b.holds[at.i], b.ttls[at.i]
-	ok, gone, next := b.counted(at)
+	ok, gone, next, worst := b.counted(at)
 	deadline := quorum.Deadline(b.start, b.beliefs[at.i], c.cfg.DriftFactor)
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
@@ -194,7 +199,7 @@ func (b *renewals) apply(c *Client, at renewReplies, now time.Time) (next int) {
 	default:
 		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
-		h.renewalFailed(ok, at)
+		h.renewalFailed(ok, renewReplies{at.calls, at.answered, worst})
 	}
 	return next
 }
