@@ -77,6 +77,11 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 	if err := checkAcks(rdbs, cfg.Acks); err != nil {
 		return nil, err
 	}
+	for _, rdb := range rdbs {
+		if _, ok := rdb.(*redis.Ring); ok {
+			return nil, errRing
+		}
+	}
 	batchers := make([]*batch.Batcher, len(rdbs))
 	for i, rdb := range rdbs {
 		batchers[i] = newTransport(rdb, cfg.Acks)
@@ -84,8 +89,14 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 	return &Client{e: engine.NewClient(rdbs, batchers, cfg, public)}, nil
 }
 
+// errRing refuses a redis.Ring. Its shards are independent servers that go-redis picks
+// by the first key of a command and the first channel of a subscription, so a waiter's one
+// subscription for all its channels cannot be made, and several names' keys in one
+// script would land on one shard.
+var errRing = errors.New("dlock: a *redis.Ring is not supported: its shards are independent servers, so one lock's keys, its waiters' subscriptions and several names locked together cannot be kept on the right shard; use a Redis Cluster (*redis.ClusterClient) to spread locks over servers, or NewQuorum with a *redis.Client per server for Redlock")
+
 // pipelinesInFlight is how many lanes of keys a Client's calls are spread over on a
-// Cluster or Ring (see internal/batch), each lane with one go-redis pipeline in flight:
+// Cluster (see internal/batch), each lane with one go-redis pipeline in flight:
 // enough that one hung node holds up only the calls of its lanes, few enough that a batch
 // forms under load. One server gets one lane: its calls all wait for that server anyway,
 // and the calls made during a round trip then go out together in the next. Measured with
@@ -94,7 +105,7 @@ func newClient(rdbs []redis.UniversalClient, opts []Option) (*Client, error) {
 const pipelinesInFlight = 4
 
 // newTransport starts the carrier of rdb's calls (see New): go-redis pipelines over one
-// lane for a single server, over a few for a Cluster or Ring; with acks, pipelines that
+// lane for a single server, over a few for a Cluster; with acks, pipelines that
 // end with WAIT (batch.NewAcked).
 func newTransport(rdb redis.UniversalClient, acks batch.Acks) *batch.Batcher {
 	lanes := pipelinesInFlight

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/faultproxy"
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // The Client's life: construction from bad input, and Close under way while a Lock is on
@@ -51,5 +53,39 @@ func TestTypedNilClient(t *testing.T) {
 	}
 	if _, err := dlock.NewQuorum([]redis.UniversalClient{rdb}); err == nil {
 		t.Fatal("NewQuorum with a typed-nil node gave no error")
+	}
+}
+
+// TestRingRefused: a *redis.Ring's shards are independent servers that go-redis picks by a
+// command's first key or channel, which a waiter's subscription and a MultiMutex's script
+// cannot follow, so a Client of one returns an error that says what to use instead, from
+// every operation, and writes nothing.
+func TestRingRefused(t *testing.T) {
+	t.Parallel()
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	ctx := ctxTimeout(t, 10*time.Second)
+	c := dlock.New(ring)
+	defer c.Close()
+	for op, call := range map[string]func() error{
+		"Mutex.Lock":      func() error { _, err := c.Mutex("x").Lock(ctx); return err },
+		"MultiMutex.Lock": func() error { _, err := c.MultiMutex([]string{"x", "y"}).Lock(ctx); return err },
+		"Semaphore.TryAcquire": func() error {
+			_, err := c.Semaphore("s", 2).TryAcquire(ctx, 1)
+			return err
+		},
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "*redis.Ring is not supported") {
+			t.Errorf("%s on a Ring = %v, want the error that a Ring is not supported", op, err)
+		}
+	}
+	if _, err := dlock.NewQuorum([]redis.UniversalClient{a.Client(t), ring, b.Client(t)}); err == nil || !strings.Contains(err.Error(), "*redis.Ring is not supported") {
+		t.Errorf("NewQuorum with a Ring = %v, want the error that a Ring is not supported", err)
+	}
+	for _, srv := range []*redistest.Server{a, b} {
+		if keys := srv.Client(t).Keys(ctx, "*").Val(); len(keys) != 0 {
+			t.Errorf("a refused Client wrote %v on %s", keys, srv.Addr)
+		}
 	}
 }

@@ -33,10 +33,6 @@ import (
 // the largest; a MultiMutex gives all its names the same token, above the earlier tokens
 // of each of them.
 //
-// A MultiMutex needs a Client of a *redis.Client, a *redis.ClusterClient or a quorum of
-// them: on a *redis.Ring, whose scripts reach the shard of their first key only, every
-// method returns an error.
-//
 // A MultiMutex takes no turns: where Mutex processes keep one of its names busy, passing
 // it from one to the next, it gets that name only once none of them waits for it.
 type MultiMutex struct {

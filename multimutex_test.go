@@ -163,38 +163,6 @@ func TestMultiMutexBadInput(t *testing.T) {
 	}
 }
 
-// TestMultiMutexRefusesRing: a Ring sends a script to the shard of its first key, where a
-// MultiMutex's other names do not belong (a Mutex of one of them, on its own shard, would
-// take it too), so a MultiMutex on a Ring is refused by every method and writes nothing.
-func TestMultiMutexRefusesRing(t *testing.T) {
-	t.Parallel()
-	a, b := redistest.Start(t), redistest.Start(t)
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}})
-	t.Cleanup(func() { _ = ring.Close() })
-	c := newClient(t, ring)
-	ctx := ctxTimeout(t, 10*time.Second)
-	m := c.MultiMutex([]string{"x", "y", "z", "w"})
-	for op, call := range map[string]func() error{
-		"Lock":    func() error { _, err := m.Lock(ctx); return err },
-		"TryLock": func() error { _, err := m.TryLock(ctx); return err },
-		"Do":      func() error { return m.Do(ctx, func(context.Context) error { t.Error("Do ran fn"); return nil }) },
-	} {
-		if err := call(); err == nil || !strings.Contains(err.Error(), "cannot run on a *redis.Ring") {
-			t.Errorf("%s on a Ring = %v, want an error saying a MultiMutex cannot run on a *redis.Ring", op, err)
-		}
-	}
-	for _, srv := range []*redistest.Server{a, b} {
-		if keys := srv.Client(t).Keys(ctx, "*").Val(); len(keys) != 0 {
-			t.Errorf("a refused MultiMutex wrote %v on %s", keys, srv.Addr)
-		}
-	}
-	if lease, err := c.Mutex("x").TryLock(ctx); err != nil {
-		t.Errorf("a Mutex on the Ring: %v", err)
-	} else {
-		_ = lease.Unlock(ctx)
-	}
-}
-
 // TestMultiMutexObservedOnCluster: a MultiMutex over several hash slots reports each
 // attempt to the observers as one Attempted event, refused by the part held elsewhere or
 // acquired, and its WaitEnded counts them.

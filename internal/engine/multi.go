@@ -38,12 +38,6 @@ type Multi struct {
 // errNoNames is the error of a MultiMutex given no names.
 var errNoNames = errors.New(`dlock: MultiMutex needs at least one name: give it the names to lock together, such as []string{"account:1", "account:2"}`)
 
-// errMultiRing is the error of a MultiMutex on a redis.Ring. A Ring shards by key, but
-// sends a script to the shard of its first key: the other names' keys would be written on
-// a shard that does not own them, where a Mutex of such a name, sent to its own shard,
-// would not see them, and both would hold it.
-var errMultiRing = errors.New("dlock: MultiMutex cannot run on a *redis.Ring: a Ring sends the script that takes every name to the shard of the first name, where the other names' keys do not belong; use a *redis.Client, a *redis.ClusterClient or NewQuorum")
-
 // NewMultiMutex returns the engine of the MultiMutex of names; cfgErr is an invalid option.
 // An empty list, an empty or invalid name or a name given twice is reported by every method.
 func NewMultiMutex(c *Client, names []string, cfg LockConfig, cfgErr error) *Multi {
@@ -52,9 +46,6 @@ func NewMultiMutex(c *Client, names []string, cfg LockConfig, cfgErr error) *Mul
 	t.name = strings.Join(names, ",")
 	if cfgErr == nil {
 		t.err = err
-	}
-	if t.err == nil && slices.ContainsFunc(c.nodes, func(n *Node) bool { return n.ring }) {
-		t.err = errMultiRing
 	}
 	if t.err != nil {
 		return &Multi{t: t}

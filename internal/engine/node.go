@@ -18,7 +18,6 @@ type Node struct {
 	Name    string // its address, for errors (NodeName)
 	hub     *notify.Hub
 	cluster bool // Redis Cluster: sharded pub/sub
-	ring    bool // a redis.Ring: a script reaches the shard of its first key only
 	db      int  // for keyspace notification channels
 
 	// silentUntil (monoNow nanoseconds; 0: not silent) is set when a poll, or a renewal
@@ -44,8 +43,6 @@ func newNode(rdb redis.UniversalClient, logger *slog.Logger, observers []Observe
 	switch r := rdb.(type) {
 	case *redis.ClusterClient:
 		n.cluster = true
-	case *redis.Ring:
-		n.ring = true
 	case *redis.Client:
 		n.db = r.Options().DB
 	}
