@@ -22,7 +22,7 @@ func ackHeadroom(read time.Duration) time.Duration {
 // MaxRetries times): the scripts would run again, each followed by another full WAIT, and
 // the caller would get a timeout instead of ErrNotReplicated.
 func checkAcks(rdbs []redis.UniversalClient, acks batch.Acks) error {
-	if acks.Replicas == 0 {
+	if !acks.On() {
 		return nil
 	}
 	for _, rdb := range rdbs {

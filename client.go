@@ -112,7 +112,7 @@ func newTransport(rdb redis.UniversalClient, acks batch.Acks) *batch.Batcher {
 	if _, one := rdb.(*redis.Client); one {
 		lanes = 1
 	}
-	if acks.Replicas > 0 {
+	if acks.On() {
 		return batch.NewAcked(rdb, lanes, acks)
 	}
 	return batch.New(rdb, lanes)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
@@ -96,12 +97,43 @@ func WithReplicaAcks(replicas int, timeout time.Duration) Option {
 		switch {
 		case replicas < 1:
 			c.Err = fmt.Errorf("dlock: WithReplicaAcks(%d, %v): replicas must be at least 1: the number of replicas that must acknowledge each write", replicas, timeout)
-		case timeout < time.Millisecond || timeout > MaxReplicaAckTimeout:
-			c.Err = fmt.Errorf("dlock: WithReplicaAcks(%d, %v): timeout must be between 1ms and %v: WAIT blocks the Client's calls behind it for that long when a replica is down (WAIT with 0 would block forever)", replicas, timeout, MaxReplicaAckTimeout)
+		case checkAckTimeout("WithReplicaAcks", timeout) != nil:
+			c.Err = checkAckTimeout("WithReplicaAcks", timeout)
 		default:
-			c.Acks.Replicas, c.Acks.Timeout = replicas, timeout
+			c.Acks = batch.Acks{Replicas: replicas, Timeout: timeout}
 		}
 	}
+}
+
+// WithAOFAcks is WithReplicaAcks with WAITAOF (Redis 7.2 and later) instead of WAIT:
+// every round trip ends with WAITAOF local replicas timeout, so a write counts only once
+// the master's own append-only file has fsynced it (local 1) and replicas replicas' have.
+// local is 0 or 1, replicas at least 0, and at least one of them must be asked for; the
+// timeout and everything else are as for WithReplicaAcks, whose option this one replaces
+// (the last given wins). A server without WAITAOF (before 7.2) refuses every write: each
+// acquisition is undone and fails with an error wrapping ErrNotReplicated that says so.
+// That refusal is what dlock's tests check; they have no server with WAITAOF.
+func WithAOFAcks(local, replicas int, timeout time.Duration) Option {
+	return func(c *clientConfig) {
+		switch {
+		case local < 0 || local > 1 || replicas < 0 || local+replicas == 0:
+			c.Err = fmt.Errorf("dlock: WithAOFAcks(%d, %d, %v): local must be 0 or 1 (the master's own fsync) and replicas at least 0, and one of them must be asked for", local, replicas, timeout)
+		default:
+			if err := checkAckTimeout("WithAOFAcks", timeout); err != nil {
+				c.Err = err
+				return
+			}
+			c.Acks = batch.Acks{Replicas: replicas, Timeout: timeout, AOF: true, Local: local}
+		}
+	}
+}
+
+// checkAckTimeout says what is wrong with the timeout of an acknowledgement option.
+func checkAckTimeout(option string, timeout time.Duration) error {
+	if timeout < time.Millisecond || timeout > MaxReplicaAckTimeout {
+		return fmt.Errorf("dlock: %s timeout %v: it must be between 1ms and %v: WAIT blocks the Client's calls behind it for that long when a replica is down (WAIT with 0 would block forever)", option, timeout, MaxReplicaAckTimeout)
+	}
+	return nil
 }
 
 // LockOption configures one lock.

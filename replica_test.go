@@ -426,3 +426,65 @@ func TestReplicaAcksEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// TestAOFAcksInvalid: WithAOFAcks says what is wrong with its arguments.
+func TestAOFAcksInvalid(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name    string
+		opt     dlock.Option
+		message string
+	}{
+		{"nothing asked", dlock.WithAOFAcks(0, 0, time.Second), "one of them must be asked for"},
+		{"local above 1", dlock.WithAOFAcks(2, 0, time.Second), "local must be 0 or 1"},
+		{"negative replicas", dlock.WithAOFAcks(1, -1, time.Second), "replicas at least 0"},
+		{"zero timeout", dlock.WithAOFAcks(1, 1, 0), "between 1ms and 10s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := newClient(t, srv.Client(t), tc.opt).Mutex("m").TryLock(context.Background())
+			if err == nil || !strings.HasPrefix(err.Error(), "dlock: WithAOFAcks") || !strings.Contains(err.Error(), tc.message) {
+				t.Fatalf("TryLock: %v; want an error about WithAOFAcks that says %q", err, tc.message)
+			}
+		})
+	}
+}
+
+// TestAOFAcksRefusedWithoutWAITAOF: on a server without WAITAOF (before Redis 7.2, such as
+// Debian's 7.0), every acquisition under WithAOFAcks fails with an error that says so and
+// wraps ErrNotReplicated, and is undone: no key is left. A server with WAITAOF could not be
+// had here, so its success path is untested.
+func TestAOFAcksRefusedWithoutWAITAOF(t *testing.T) {
+	t.Parallel()
+	d := startReplicated(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	if err := d.rdb.Do(ctx, "waitaof", 0, 0, 0).Err(); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("WAITAOF on this server: %v; this test needs a server without it (before Redis 7.2)", err)
+	}
+	for _, opt := range []dlock.Option{dlock.WithAOFAcks(1, 0, 500*time.Millisecond), dlock.WithAOFAcks(0, 1, 500*time.Millisecond)} {
+		c := newClient(t, d.rdb, opt)
+		_, err := c.Mutex("aof").TryLock(ctx)
+		if !errors.Is(err, dlock.ErrNotReplicated) || !strings.Contains(err.Error(), "the server has no WAITAOF") {
+			t.Fatalf("TryLock: %v; want ErrNotReplicated saying the server has no WAITAOF", err)
+		}
+		if n := awaitKeys(t, d.rdb, "dlock:aof", 0); n != 0 {
+			t.Fatalf("the refused acquisition left its key behind")
+		}
+	}
+}
+
+// awaitKeys waits up to a few seconds (the undo of a refused attempt is sent without
+// waiting for its reply) for the number of keys named key to be want, and returns it.
+func awaitKeys(t *testing.T, rdb redis.UniversalClient, key string, want int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := rdb.Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS %s: %v", key, err)
+		}
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

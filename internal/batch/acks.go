@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,15 @@ import (
 type Acks struct {
 	Replicas int
 	Timeout  time.Duration
+	// AOF: end with WAITAOF Local Replicas Timeout instead (Redis 7.2 and later): Local
+	// (0 or 1) is whether the master's own append-only file must have fsynced the writes,
+	// Replicas how many replicas' must have.
+	AOF   bool
+	Local int
 }
+
+// On reports whether a are asked for at all.
+func (a Acks) On() bool { return a.Replicas > 0 || a.Local > 0 }
 
 // NewAcked starts a batcher for rdb whose every round trip ends with WAIT (see Acks), on
 // inFlight lanes of go-redis pipelines (the AutoPipeliner cannot carry a WAIT: it would
@@ -44,11 +53,39 @@ func NewAcked(rdb redis.UniversalClient, inFlight int, acks Acks) *Batcher {
 	return &Batcher{l: l}
 }
 
-// waitCmd is the WAIT that ends an acked pipeline. go-redis reads a pipeline's replies
-// with the client's ReadTimeout, which must be longer than the WAIT's (the root package
-// refuses a timeout that is not).
-func (a *Acks) waitCmd(ctx context.Context) *redis.IntCmd {
+// waitCmd is the WAIT (or WAITAOF) that ends an acked pipeline. go-redis reads a
+// pipeline's replies with the client's ReadTimeout, which must be longer than the WAIT's
+// (the root package refuses a timeout that is not).
+func (a *Acks) waitCmd(ctx context.Context) redis.Cmder {
+	if a.AOF {
+		return redis.NewIntSliceCmd(ctx, "waitaof", a.Local, a.Replicas, a.Timeout.Milliseconds())
+	}
 	return redis.NewIntCmd(ctx, "wait", a.Replicas, a.Timeout.Milliseconds())
+}
+
+// ErrNoLocalFsync is the acknowledgement error of a WAITAOF whose master did not fsync
+// its own append-only file in time.
+var ErrNoLocalFsync = errors.New("the master did not fsync its append-only file in time")
+
+// acked reads the reply of waitCmd: how many replicas acknowledged, or why the
+// acknowledgement failed.
+func (a *Acks) acked(cmd redis.Cmder) (int64, error) {
+	switch c := cmd.(type) {
+	case *redis.IntSliceCmd:
+		v, err := c.Result()
+		switch {
+		case err != nil:
+			return 0, err
+		case len(v) != 2:
+			return 0, fmt.Errorf("WAITAOF replied %v, not [local, replicas]", v)
+		case v[0] < int64(a.Local):
+			return v[1], ErrNoLocalFsync
+		}
+		return v[1], nil
+	case *redis.IntCmd:
+		return c.Result()
+	}
+	return 0, fmt.Errorf("unexpected acknowledgement command %T", cmd)
 }
 
 // runAcked runs calls, each followed by its master's acknowledgement: one pipeline ending
@@ -164,7 +201,7 @@ func (b *lanes) ackedRound(ctx context.Context, rdb redis.UniversalClient, calls
 	wait := b.acks.waitCmd(ctx)
 	_ = pipe.Process(ctx, wait)
 	_, _ = pipe.Exec(ctx)
-	acked, ackErr := wait.Result()
+	acked, ackErr := b.acks.acked(wait)
 	for i, c := range calls {
 		c.Val, c.Err = cmds[i].Int64()
 		c.Acked, c.AckErr = 0, nil

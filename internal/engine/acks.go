@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 )
@@ -18,14 +19,24 @@ import (
 // zero or less), are left as they are.
 func (c *Client) foldAck(call *batch.Call) {
 	a := c.cfg.Acks
-	if a.Replicas == 0 || call.Err != nil || call.Val <= 0 {
+	if !a.On() || call.Err != nil || call.Val <= 0 {
 		return
 	}
 	switch {
+	case a.AOF && call.AckErr != nil && strings.Contains(call.AckErr.Error(), "unknown command"):
+		call.Err = fmt.Errorf("%w: the server has no WAITAOF (Redis 7.2 and later have it), so WithAOFAcks cannot be kept: use WithReplicaAcks with this server, or upgrade it: %w", ErrNotReplicated, call.AckErr)
 	case call.AckErr != nil:
-		call.Err = fmt.Errorf("%w: WAIT for %d replicas failed: %w", ErrNotReplicated, a.Replicas, call.AckErr)
+		call.Err = fmt.Errorf("%w: %s for %d replicas failed: %w", ErrNotReplicated, ackCommand(a), a.Replicas, call.AckErr)
 	case call.Acked < int64(a.Replicas):
 		call.Err = fmt.Errorf("%w: %d of %d replicas acknowledged the write within %v (a replica down, lagging or cut off)",
 			ErrNotReplicated, call.Acked, a.Replicas, a.Timeout)
 	}
+}
+
+// ackCommand names the command that acknowledges writes under a.
+func ackCommand(a batch.Acks) string {
+	if a.AOF {
+		return "WAITAOF"
+	}
+	return "WAIT"
 }

@@ -45,7 +45,7 @@ func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse t
 // not, so the grantee confirms it with an acknowledged attempt of its own (acks.go).
 func takeGrant(lockCtx context.Context, r *request) *Hold {
 	t := r.t
-	if t.c.cfg.Acks.Replicas > 0 {
+	if t.c.cfg.Acks.On() {
 		for len(r.grants) > 0 {
 			<-r.grants
 		}
