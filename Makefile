@@ -2,19 +2,16 @@
 # (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test. `make check`:
 # vet and staticcheck over every module; run it before proposing a change.
 #
-# go.work makes the root module, examples/, bench/ and the adapters under extra/ (modules
-# of their own, so that their database drivers, the peer libraries, Prometheus and
-# OpenTelemetry stay out of the core's go.mod) one workspace. In a workspace, ./... still
+# go.work makes the root module, examples/, bench/, the adapters under extra/ and the
+# tests against other clients under interop/ (modules of their own, so that their
+# database drivers, the peer libraries, Prometheus and OpenTelemetry stay out of the
+# core's go.mod) one workspace. In a workspace, ./... still
 # stops at those modules, so each is named: VET_PKGS lists every module of go.work, and
 # PKGS the same but bench/. `make test` does not run the benchmark suite; vet covers it,
 # so that a change to the API it uses shows at once.
 GO ?= go
 VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
 PKGS = $(filter-out ./bench/...,$(VET_PKGS))
-
-# interop/: tests against other Redlock clients, each a module of go.work of its own, so
-# that those clients never enter dlock's go.mod; each is named (./interop/... matches none).
-PKGS += ./interop/redsync/...
 
 # staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
 # into .bin/ (ignored by git) under its version, so that changing the pin installs anew.
