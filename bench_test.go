@@ -117,29 +117,37 @@ func BenchmarkQuorumVsSingle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer five.Close()
-	ctx := context.Background()
-	one := func(m *dlock.Mutex) time.Duration {
-		start := time.Now()
-		l, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	m1, m5 := single.Mutex("bench:single"), five.Mutex("bench:quorum")
-	var t1, t5 []time.Duration
 	b.ReportAllocs()
+	alternate(b, single.Mutex("bench:single"), five.Mutex("bench:quorum"), "1node", "5nodes")
+}
+
+// alternate takes turns between an uncontended Lock+Unlock of m0 and one of m1 in one
+// loop, so that the load of the machine falls on both alike, and reports each one's median
+// (p50-<name0>-µs, p50-<name1>-µs) and their ratio (p50-ratio: m1's over m0's).
+func alternate(b *testing.B, m0, m1 *dlock.Mutex, name0, name1 string) {
+	var t0, t1 []time.Duration
 	for b.Loop() {
-		t1 = append(t1, one(m1))
-		t5 = append(t5, one(m5))
+		t0 = append(t0, lockUnlock(b, m0))
+		t1 = append(t1, lockUnlock(b, m1))
 	}
-	p1, p5 := median(t1), median(t5)
-	b.ReportMetric(float64(p1.Microseconds()), "p50-1node-µs")
-	b.ReportMetric(float64(p5.Microseconds()), "p50-5nodes-µs")
-	b.ReportMetric(float64(p5)/float64(p1), "p50-ratio")
+	p0, p1 := median(t0), median(t1)
+	b.ReportMetric(float64(p0.Microseconds()), "p50-"+name0+"-µs")
+	b.ReportMetric(float64(p1.Microseconds()), "p50-"+name1+"-µs")
+	b.ReportMetric(float64(p1)/float64(p0), "p50-ratio")
+}
+
+// lockUnlock locks and unlocks m once and returns how long that took.
+func lockUnlock(b *testing.B, m *dlock.Mutex) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -168,18 +176,6 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 	none, observed := dlock.New(rdb), dlock.New(rdb, dlock.WithObserver(noop))
 	defer none.Close()
 	defer observed.Close()
-	ctx := context.Background()
-	one := func(b *testing.B, m *dlock.Mutex) time.Duration {
-		start := time.Now()
-		l, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
 	for _, bc := range []struct {
 		name string
 		c    *dlock.Client
@@ -188,21 +184,12 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 			m := bc.c.Mutex("bench:" + bc.name)
 			b.ReportAllocs()
 			for b.Loop() {
-				one(b, m)
+				lockUnlock(b, m)
 			}
 		})
 	}
 	b.Run("alternating", func(b *testing.B) {
-		m0, m1 := none.Mutex("bench:none"), observed.Mutex("bench:noop")
-		var t0, t1 []time.Duration
-		for b.Loop() {
-			t0 = append(t0, one(b, m0))
-			t1 = append(t1, one(b, m1))
-		}
-		p0, p1 := median(t0), median(t1)
-		b.ReportMetric(float64(p0.Nanoseconds()), "p50-none-ns")
-		b.ReportMetric(float64(p1.Nanoseconds()), "p50-noop-ns")
-		b.ReportMetric(float64(p1)/float64(p0), "p50-ratio")
+		alternate(b, none.Mutex("bench:none"), observed.Mutex("bench:noop"), "none", "noop")
 	})
 }
 
@@ -246,27 +233,6 @@ func BenchmarkReplicaAcks(b *testing.B) {
 	defer plain.Close()
 	acked := dlock.New(master.Client(b), dlock.WithReplicaAcks(1, 500*time.Millisecond))
 	defer acked.Close()
-	ctx := context.Background()
-	one := func(m *dlock.Mutex) time.Duration {
-		start := time.Now()
-		l, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	mp, ma := plain.Mutex("bench:plain"), acked.Mutex("bench:acked")
-	var tp, ta []time.Duration
 	b.ReportAllocs()
-	for b.Loop() {
-		tp = append(tp, one(mp))
-		ta = append(ta, one(ma))
-	}
-	pp, pa := median(tp), median(ta)
-	b.ReportMetric(float64(pp.Microseconds()), "p50-no-acks-µs")
-	b.ReportMetric(float64(pa.Microseconds()), "p50-acks-µs")
-	b.ReportMetric(float64(pa)/float64(pp), "p50-ratio")
+	alternate(b, plain.Mutex("bench:plain"), acked.Mutex("bench:acked"), "no-acks", "acks")
 }
