@@ -2,11 +2,11 @@ package batch
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
 // lanes is the default transport: go-redis pipelines, so that the client's hooks and
@@ -59,22 +59,12 @@ func (b *lanes) lane(c *Call) chan *Call {
 
 // tagHash is FNV-1a of key's hash tag.
 func tagHash(key string) uint32 {
-	tag := hashTag(key)
+	tag := keyspace.HashTag(key)
 	h := uint32(2166136261)
 	for i := 0; i < len(tag); i++ {
 		h = (h ^ uint32(tag[i])) * 16777619
 	}
 	return h
-}
-
-// hashTag is what Redis Cluster hashes: the first {...} with something inside, else all.
-func hashTag(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open+1 : open+1+end]
-		}
-	}
-	return key
 }
 
 func (b *lanes) send(c *Call, wait bool) bool {

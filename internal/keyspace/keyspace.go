@@ -86,10 +86,8 @@ func SlotTag(key string) (string, error) {
 		// "{}" would not be a hash tag: Redis hashes a key with an empty tag whole.
 		return "", fmt.Errorf("dlock: empty lock key has no slot tag")
 	}
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key, nil
-		}
+	if HashTag(key) != key { // it has a tag: a tag is never the whole key
+		return key, nil
 	}
 	if strings.ContainsRune(key, '}') {
 		return "", fmt.Errorf("dlock: lock key %q has a '}' outside a hash tag, so its companion keys could not share its Redis Cluster slot: remove the brace or use a hash tag such as {orders}", key)

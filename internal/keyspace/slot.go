@@ -9,12 +9,18 @@ const Slots = 16384
 // '{' and a '}' after it with at least one byte between the first '{' and the first '}'
 // after it, only those bytes are hashed. Keys of one slot can be touched by one script.
 func Slot(key string) int {
+	return int(crc16(HashTag(key)) % Slots)
+}
+
+// HashTag is the part of key that Redis Cluster hashes: the text between the first '{'
+// and the next '}' when there is some, else the whole key.
+func HashTag(key string) string {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
+			return key[open+1 : open+1+end]
 		}
 	}
-	return int(crc16(key) % Slots)
+	return key
 }
 
 // crc16 is CRC16-XMODEM (polynomial 0x1021, initial value 0), the checksum Redis Cluster
