@@ -15,7 +15,7 @@ func ackHeadroom(read time.Duration) time.Duration {
 	return max(100*time.Millisecond, read/5)
 }
 
-// checkAcks says what is wrong with WithReplicaAcks for these Redis clients, if anything:
+// checkAcks says what is wrong with WithReplicaAcks or WithAOFAcks for these Redis clients:
 // a client that cannot carry WAIT to the key's master, or one whose ReadTimeout leaves a
 // WAIT too little headroom (ackHeadroom). go-redis reads a pipeline's replies within
 // ReadTimeout and, when that read times out, sends the whole pipeline again (up to
@@ -25,6 +25,10 @@ func checkAcks(rdbs []redis.UniversalClient, acks batch.Acks) error {
 	if !acks.On() {
 		return nil
 	}
+	option := "WithReplicaAcks"
+	if acks.AOF {
+		option = "WithAOFAcks"
+	}
 	for _, rdb := range rdbs {
 		var read time.Duration
 		switch r := rdb.(type) {
@@ -33,10 +37,10 @@ func checkAcks(rdbs []redis.UniversalClient, acks batch.Acks) error {
 		case *redis.ClusterClient:
 			read = r.Options().ReadTimeout
 		default:
-			return fmt.Errorf("dlock: WithReplicaAcks needs a *redis.Client (a server or a Sentinel failover client) or a *redis.ClusterClient, not a %T: WAIT must reach the master that ran the write", rdb)
+			return fmt.Errorf("dlock: %s needs a *redis.Client (a server or a Sentinel failover client) or a *redis.ClusterClient, not a %T: WAIT must reach the master that ran the write", option, rdb)
 		}
 		if read > 0 && acks.Timeout+ackHeadroom(read) > read {
-			return fmt.Errorf("dlock: WithReplicaAcks timeout %v leaves too little of the Redis client's ReadTimeout %v for the scripts' replies (it needs %v of it): a read that times out makes go-redis send the pipeline again, scripts and WAIT; use a timeout of at most %v or a longer ReadTimeout", acks.Timeout, read, ackHeadroom(read), read-ackHeadroom(read))
+			return fmt.Errorf("dlock: %s timeout %v leaves too little of the Redis client's ReadTimeout %v for the scripts' replies (it needs %v of it): a read that times out makes go-redis send the pipeline again, scripts and WAIT; use a timeout of at most %v or a longer ReadTimeout", option, acks.Timeout, read, ackHeadroom(read), read-ackHeadroom(read))
 		}
 	}
 	return nil
