@@ -79,12 +79,12 @@ func WithObserver(o Observer) Option {
 
 // The kinds an event's Kind names, besides KindMutex, KindFair and KindSemaphore.
 const (
-	KindRead  = "read"  // RWMutex.RLock: a read lease
-	KindWrite = "write" // RWMutex.Lock: the write lease
+	KindRead  = engine.KindRead  // RWMutex.RLock: a read lease
+	KindWrite = engine.KindWrite // RWMutex.Lock: the write lease
 	// KindTimestamp is a TimestampMutex's (Inspect reports its key as a KindMutex).
-	KindTimestamp = "timestamp"
+	KindTimestamp = engine.KindTimestamp
 	// KindMulti is a MultiMutex's; Name is its names joined by commas.
-	KindMulti = "multi"
+	KindMulti = engine.KindMulti
 )
 
 // WaitStart is the start of a Lock, TryLock or Acquire call.

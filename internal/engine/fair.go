@@ -24,7 +24,7 @@ func NewFairMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Target 
 // fairScheme: the lock key of a Mutex plus a queue of waiter tokens and their deadlines.
 type fairScheme struct{}
 
-func (fairScheme) kind() string { return "fair" }
+func (fairScheme) kind() string { return KindFair }
 
 func fairKeys(t *Target) []string {
 	return []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines()}

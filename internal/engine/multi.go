@@ -193,7 +193,7 @@ func newMultiScheme(names []namedKeys, part int) *multiScheme {
 	return s
 }
 
-func (*multiScheme) kind() string { return "multi" }
+func (*multiScheme) kind() string { return KindMulti }
 
 func (s *multiScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
 	s.acquireAbove(t, token, noFlagArg, call)

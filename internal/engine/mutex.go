@@ -15,7 +15,7 @@ func NewMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Target {
 // mutexScheme: a plain string key holding the holder's token (SET NX PX, compare-and-delete).
 type mutexScheme struct{}
 
-func (mutexScheme) kind() string { return "mutex" }
+func (mutexScheme) kind() string { return KindMutex }
 
 func (mutexScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire

@@ -52,7 +52,7 @@ func rwChannels(t *Target, n *Node) []notify.Channel {
 // readScheme: each reader is a member of a sorted set with its own lease end.
 type readScheme struct{}
 
-func (readScheme) kind() string { return "read" }
+func (readScheme) kind() string { return KindRead }
 
 func (readScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.RwReadAcquire
@@ -85,7 +85,7 @@ func (readScheme) policy() policy { return policy{reentrant: true} }
 // deadline it refreshes, to keep new readers out.
 type writeScheme struct{}
 
-func (writeScheme) kind() string { return "write" }
+func (writeScheme) kind() string { return KindWrite }
 
 func (writeScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.RwWriteAcquire

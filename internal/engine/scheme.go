@@ -46,6 +46,17 @@ type errorWrapper interface {
 	wrapError(err error) error
 }
 
+// The kinds of lock as the engine's reports name them (scheme.kind; dlock's event kinds).
+const (
+	KindMutex     = "mutex"
+	KindFair      = "fair"
+	KindRead      = "read"
+	KindWrite     = "write"
+	KindSemaphore = "semaphore"
+	KindTimestamp = "timestamp"
+	KindMulti     = "multi"
+)
+
 // A policy is what the engine asks of a kind beyond its scripts: how its waiters are
 // known in Redis, how the goroutines of one process share the key, and whether a Lock may
 // join a hold its ctx carries. Each kind declares one, next to its scripts.

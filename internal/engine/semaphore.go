@@ -25,7 +25,7 @@ type semaphoreScheme struct {
 	size int64
 }
 
-func (semaphoreScheme) kind() string { return "semaphore" }
+func (semaphoreScheme) kind() string { return KindSemaphore }
 
 func semKeys(t *Target) (holders, permits string) {
 	return t.keys.Lock, t.keys.Permits()

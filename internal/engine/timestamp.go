@@ -73,7 +73,7 @@ func (m *TimestampMutex) Lock(ctx context.Context, try bool) (*Lease, error) {
 // stampScheme: a plain string key holding the holder's deadline (stamp_*.lua).
 type stampScheme struct{}
 
-func (stampScheme) kind() string { return "timestamp" }
+func (stampScheme) kind() string { return KindTimestamp }
 
 func (stampScheme) newToken() any { return new(stamp) }
 
