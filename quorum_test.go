@@ -3,7 +3,9 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +87,93 @@ func TestQuorumLockHoldsKeyOnEveryNode(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// TestQuorumLockUnlockRunsOneScriptEachWayPerNode: an uncontended Lock+Unlock on a quorum
+// costs each node what it costs one deployment, one script each way. Nodes whose fencing
+// counters are in step get no raise (it used to go to every node, after every Lock).
+func TestQuorumLockUnlockRunsOneScriptEachWayPerNode(t *testing.T) {
+	_, nodes, c := quorumOf(t, 5)
+	ctx := ctxTimeout(t, 20*time.Second)
+	m := c.Mutex("oneway")
+	released := func() {
+		for i, n := range nodes {
+			waitFor(t, 5*time.Second, fmt.Sprintf("the release on node %d", i), func() bool {
+				k, _ := n.Exists(ctx, "dlock:oneway").Result()
+				return k == 0
+			})
+		}
+	}
+	for round := range 3 {
+		before := make([]int, len(nodes))
+		for i, n := range nodes {
+			before[i] = scriptCalls(t, n.(*redis.Client))
+		}
+		if err := mustLock(t, m, ctx).Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// A raise is queued on a node's lane before its release, so it has run once the
+		// key is gone.
+		released()
+		for i, n := range nodes {
+			if got := scriptCalls(t, n.(*redis.Client)) - before[i]; got != 2 {
+				t.Fatalf("round %d: node %d ran %d scripts for one Lock+Unlock, want 2", round, i, got)
+			}
+		}
+	}
+}
+
+// TestQuorumLockDoesNotWaitForASlowNode: Lock and Unlock return once a majority answered.
+// A node slower than the per-node timeout is not waited for (it would then be reported
+// silent), and a node slower than the others but within the timeout gets the release
+// behind the acquisition, so that nothing is left in Redis without waiting for the TTL.
+func TestQuorumLockDoesNotWaitForASlowNode(t *testing.T) {
+	servers := redistest.StartNodes(t, 5)
+	proxy := faultproxy.New(t, servers[4].Addr)
+	var nodes []redis.UniversalClient
+	for i, s := range servers {
+		opt := s.Options()
+		if i == 4 {
+			opt.Addr = proxy.Addr
+		}
+		opt.ReadTimeout = 3 * time.Second
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	var silent atomic.Int64
+	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
+		NodeSilent: func(dlock.NodeSilence) { silent.Add(1) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	ttl := 2 * time.Second // per-node timeout 200ms
+	proxy.SetLatency(t, 3*quorum.NodeTimeout(ttl))
+	for range 3 {
+		if err := mustLock(t, c.Mutex("slow-beyond", dlock.TTL(ttl)), ctx).Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := silent.Load(); n != 0 {
+		t.Fatalf("a Lock or Unlock waited the per-node timeout for the slow node (%d NodeSilent)", n)
+	}
+
+	ttl = 10 * time.Second // per-node timeout 500ms, the TTL far beyond the waits below
+	proxy.SetLatency(t, quorum.NodeTimeout(ttl)/5)
+	l := mustLock(t, c.Mutex("slow-within", dlock.TTL(ttl)), ctx)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		waitFor(t, ttl/2, fmt.Sprintf("the release on node %d", i), func() bool {
+			k, _ := n.Exists(ctx, "dlock:slow-within").Result()
+			return k == 0
+		})
 	}
 }
 

@@ -39,19 +39,37 @@ type votes struct {
 
 const inlineNodes = 5
 
+// quorumVotes is the votes of a poll of up to inlineNodes nodes with its calls, in one
+// allocation. The calls outlive the poll when it returns before every node answered (an
+// abandoned call is still written to), and keep the votes alive with them, which is why
+// they are not pooled.
+type quorumVotes struct {
+	votes
+	calls [inlineNodes]batch.Call
+}
+
 func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] != nil }
 
 func newVotes(n int) (*votes, []batch.Call) {
-	v := &votes{n: n, start: time.Now()}
+	var v *votes
+	var calls []batch.Call
+	switch {
+	case n == 1:
+		v = &votes{}
+		calls = v.callsBuf[:]
+	case n <= inlineNodes:
+		q := &quorumVotes{}
+		v, calls = &q.votes, q.calls[:n]
+	default:
+		v, calls = &votes{}, make([]batch.Call, n)
+	}
+	v.n, v.start = n, time.Now()
 	if n <= inlineNodes {
 		v.vals, v.answered, v.silentAt = v.valsBuf[:n], v.answeredBuf[:n], v.silentBuf[:n]
 	} else {
 		v.vals, v.answered, v.silentAt = make([]int64, n), make([]bool, n), make([]bool, n)
 	}
-	if n == 1 {
-		return v, v.callsBuf[:]
-	}
-	return v, make([]batch.Call, n)
+	return v, calls
 }
 
 // poll sends one call to each node (all of them, or those listed in only) and counts the
