@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -522,4 +523,74 @@ func TestHandOffAfterConcurrentShorteningExtend(t *testing.T) {
 			second.Token(), time.Until(second.ValidUntil()).Round(time.Millisecond), other.Token())
 	}
 	_ = second.Unlock(ctx)
+}
+
+// TestUnlistedLockSkipsTurns: a process that has no standing request for a lock takes it
+// without taking itself off the turns, which hold nothing of it: an uncontended Lock runs
+// no HDEL (mutex_acquire.lua's ARGV[8]).
+func TestUnlistedLockSkipsTurns(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	c := newClient(t, rdb)
+	for range 5 {
+		l := mustLock(t, c.Mutex("unlisted"), ctx)
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(info, "cmdstat_hdel:") {
+		t.Errorf("uncontended Lock+Unlock ran HDEL:\n%s", info)
+	}
+	if n := rdb.Exists(ctx, "{dlock:unlisted}:turns", "{dlock:unlisted}:asks", "{dlock:unlisted}").Val(); n != 0 {
+		t.Errorf("%d keys of the lock left behind, want 0 (the fencing counter only)", n)
+	}
+}
+
+// TestLostLeaveClearedByNextLock: a process that gave up waiting sends its leave of the
+// turns without waiting for it, so its entry may linger (a lost leave). Its next Lock,
+// though with a fresh standing request, counts as possibly listed and takes the entry off:
+// else the holder's release would grant the lock to a request no one makes.
+func TestLostLeaveClearedByNextLock(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 15*time.Second)
+	q, p := newClient(t, rdb), newClient(t, rdb)
+	held := mustLock(t, q.Mutex("lost", dlock.TTL(5*time.Second)), ctx)
+	pm := p.Mutex("lost")
+	short, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := pm.Lock(short)
+		gaveUp <- err
+	}()
+	var id string
+	waitFor(t, 5*time.Second, "P on the turn list", func() bool {
+		id = rdb.LIndex(ctx, "{dlock:lost}:turns", 0).Val()
+		return id != ""
+	})
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("Lock of a held lock succeeded")
+	}
+	waitFor(t, 5*time.Second, "P's leave", func() bool { return rdb.Exists(ctx, "{dlock:lost}:turns").Val() == 0 })
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The leave as if lost: P is listed with a live request of a token it no longer has.
+	rdb.RPush(ctx, "{dlock:lost}:turns", id)
+	rdb.HSet(ctx, "{dlock:lost}:asks", id, fmt.Sprintf("stale 5000 1 %d", time.Now().Add(time.Minute).UnixMilli()))
+	l := mustLock(t, pm, ctx)
+	if n := rdb.Exists(ctx, "{dlock:lost}:turns", "{dlock:lost}:asks").Val(); n != 0 {
+		t.Fatalf("the lost leave's entry is still there (%d keys)", n)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := rdb.Exists(ctx, "{dlock:lost}").Val(); v != 0 {
+		t.Fatal("the release left the lock key behind")
+	}
 }
