@@ -131,7 +131,7 @@ func linkStats(res *result, direct string, proxied []string) error {
 		return float64(time.Since(t).Nanoseconds()) / 1e3, err
 	}
 	for range 3 { // connections
-		if _, err := fanOut(ctx, append(ps, d)); err != nil {
+		if _, err := fanOut(ctx, slices.Concat(ps, []*redis.Client{d})); err != nil {
 			return fmt.Errorf("PING through the proxy: %w", err)
 		}
 	}

@@ -27,9 +27,6 @@ var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scQuo
 // isHotKey tells the scenarios of one hot key, whose results carry samples.
 func isHotKey(sc string) bool { return sc == scHotKey || sc == scFair || sc == scFair1Proc }
 
-// isQuorum tells the scenarios of a quorum against one node.
-func isQuorum(sc string) bool { return sc == scQuorum || linkDelays[sc] != 0 }
-
 // scenarioLibs returns the libraries a scenario measures; the others are N/A there.
 func scenarioLibs(sc string) []string {
 	var out []string
