@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -146,5 +148,39 @@ func TestMajorityOf(t *testing.T) {
 		if got := majorityOf(tc.times); got != tc.want {
 			t.Errorf("majorityOf(%v) = %v, want %v", tc.times, got, tc.want)
 		}
+	}
+}
+
+// TestDelayProxyEndsWithStdin: the proxy process runs until its stdin ends, which is how
+// the benchmark stops it (and what happens when the benchmark dies).
+func TestDelayProxyEndsWithStdin(t *testing.T) {
+	up, _, _ := echoServer(t)
+	spec := `{"delay":1000,"upstreams":["` + up + `"]}`
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- proxyMain(spec, inR, outW)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready proxyReady
+	if err := json.Unmarshal(line, &ready); err != nil || len(ready.Addrs) != 1 {
+		t.Fatalf("ready line %q: %v", line, err)
+	}
+	c, err := net.Dial("tcp", ready.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("proxyMain: %v", err)
+	}
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection outlived the proxy")
 	}
 }
