@@ -33,7 +33,8 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # `make bench`: dlock against redsync, bsm/redislock, rueidislock and a bare SET NX loop,
-# on redis-server processes it starts itself (about 4 minutes; needs redis-server: `make
+# on redis-server processes it starts itself, the quorum scenarios also behind a delay
+# proxy that it starts as a process of its own (about 5 minutes; needs redis-server: `make
 # deps`). It rewrites the generated part of BENCHMARKS.md and bench/waits.png; the raw
 # results go to bench/results/ (ignored by git). Flags: go run ./bench -h.
 BENCH_FLAGS ?=

@@ -128,11 +128,20 @@ func workerMain(spec string, stdin io.Reader, stdout io.Writer) error {
 	return enc.Encode(workerReport{Samples: all, Errors: errs})
 }
 
-// hotKey runs cfg.HotWorkers worker processes with cfg.HotGoroutines goroutines each on
-// one key, for --duration.
+// hotShape returns how many worker processes a hot-key scenario runs, and how many
+// goroutines each: cfg.HotWorkers of cfg.HotGoroutines, or all those goroutines in one
+// process (fair-1proc).
+func (c benchConfig) hotShape(sc string) (workers, goroutines int) {
+	if sc == scFair1Proc {
+		return 1, c.HotWorkers * c.HotGoroutines
+	}
+	return c.HotWorkers, c.HotGoroutines
+}
+
+// hotKey runs the worker processes of hotShape on one key, for --duration.
 func (b *bench) hotKey(sc, lib string, run int) *result {
 	res := newResult(sc, lib, run)
-	n := b.cfg.HotWorkers
+	n, per := b.cfg.hotShape(sc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second+b.cfg.Duration+grace)
 	defer cancel()
 	type worker struct {
@@ -152,7 +161,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 	key := fmt.Sprintf("hot:%s:%d", lib, run)
 	for i := range workers {
 		spec, _ := json.Marshal(workerConfig{Lib: lib, Addr: b.single.Addr, Key: key, Worker: i,
-			Goroutines: b.cfg.HotGoroutines, Hold: b.cfg.Hold, TTL: b.cfg.TTL})
+			Goroutines: per, Hold: b.cfg.Hold, TTL: b.cfg.TTL})
 		cmd := exec.CommandContext(ctx, b.self, "-test.run=^$") // the flag: for a test binary
 		cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
 		cmd.Stderr = os.Stderr
@@ -214,7 +223,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 		res.Err = fmt.Sprintf("%d errors, first: %s", len(errs), errs[0])
 	}
 	warmup := min(b.cfg.Duration/10, 500*time.Millisecond)
-	hotMetrics(res, samples, start.Add(warmup), end, n*b.cfg.HotGoroutines, b.cfg.HotGoroutines)
+	hotMetrics(res, samples, start.Add(warmup), end, n*per, per)
 	res.Samples = samples
 	return res
 }

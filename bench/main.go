@@ -4,8 +4,8 @@
 //	go run ./bench                      # from the repository root (go.work)
 //	go run ./bench --md BENCHMARKS.md --plot bench/waits.png --json bench/results/results.json
 //
-// Scenarios (--only, comma-separated): commands, allocs, throughput, quorum, hotkey,
-// fair, leases. Each is repeated --runs times, the libraries in a rotating order, and the
+// Scenarios (--only, comma-separated): commands, allocs, throughput, quorum (loopback),
+// quorum-lat025 and quorum-lat1 (behind a delay proxy), hotkey, fair, fair-1proc, leases. Each is repeated --runs times, the libraries in a rotating order, and the
 // report gives the median of the runs and dlock's ratio to the best peer. See
 // BENCHMARKS.md for what each scenario measures.
 package main
@@ -56,17 +56,31 @@ func defaultConfig() benchConfig {
 	}
 }
 
+// childMain runs this process as a hot-key worker or as the delay proxy, if the
+// environment says it is one, and reports whether it was.
+func childMain() bool {
+	var err error
+	if spec := os.Getenv(workerEnv); spec != "" {
+		err = workerMain(spec, os.Stdin, os.Stdout)
+	} else if spec := os.Getenv(proxyEnv); spec != "" {
+		err = proxyMain(spec, os.Stdin, os.Stdout)
+	} else {
+		return false
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+		os.Exit(1)
+	}
+	return true
+}
+
 // outputs says where to write the report.
 type outputs struct {
 	JSON, MD, Plot string
 }
 
 func main() {
-	if spec := os.Getenv(workerEnv); spec != "" {
-		if err := workerMain(spec, os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "bench worker:", err)
-			os.Exit(1)
-		}
+	if childMain() {
 		return
 	}
 	cfg := defaultConfig()
@@ -279,10 +293,10 @@ func (b *bench) runOne(sc, lib string, run int) *result {
 		return b.throughput(lib, run)
 	case scAllocs:
 		return b.allocs(lib, run)
-	case scHotKey, scFair:
+	case scHotKey, scFair, scFair1Proc:
 		return b.hotKey(sc, lib, run)
-	case scQuorum:
-		return b.quorum(lib, run)
+	case scQuorum, scQuorumLat025, scQuorumLat1:
+		return b.quorum(sc, lib, run)
 	case scLeases:
 		return b.leases(lib, run)
 	case scCommands:
@@ -300,15 +314,18 @@ func summary(r *result) string {
 	var s string
 	switch r.Scenario {
 	case scThroughput:
-		s = fmt.Sprintf("%.0f ops/s; CPU per op: server %.1f µs (scripts %.1f), client %.1f µs; server ceiling %.0f ops/s", m["ops_per_s"], m["server_cpu_us_per_op"], m["script_us_per_op"], m["client_cpu_us_per_op"], m["server_ceiling_ops_per_s"])
+		s = fmt.Sprintf("%.0f ops/s; CPU per op: server %.1f µs (scripts %.1f; PUBLISH %.2f per op, %.2f per call), client %.1f µs; server ceiling %.0f ops/s", m["ops_per_s"], m["server_cpu_us_per_op"], m["script_us_per_op"], m["publish_us_per_op"], m["publish_us_per_call"], m["client_cpu_us_per_op"], m["server_ceiling_ops_per_s"])
 	case scAllocs:
 		s = fmt.Sprintf("%.1f allocs/op, %.0f B/op, %.0f µs/op", m["allocs_per_op"], m["bytes_per_op"], m["latency_us"])
-	case scHotKey, scFair:
+	case scHotKey, scFair, scFair1Proc:
 		s = fmt.Sprintf("utilisation %.3f, wait p50 %.1f p99 %.1f max %.1f ms, out of order %.3f, min share %.2f, %.0f grants/s, hand-off %.0f µs (within a process %.0f, between %.0f; %.0f%% between)",
 			m["utilisation"], m["wait_p50_ms"], m["wait_p99_ms"], m["wait_max_ms"], m["out_of_order"], m["min_share"], m["grants_per_s"], m["handoff_p50_us"],
 			m["handoff_local_p50_us"], m["handoff_cross_p50_us"], 100*m["handoff_cross_share"])
-	case scQuorum:
-		s = fmt.Sprintf("p50 1 node %.0f µs, 5 nodes %.0f µs, ratio %.2f", m["p50_1_us"], m["p50_5_us"], m["p50_ratio"])
+	case scQuorum, scQuorumLat025, scQuorumLat1:
+		s = fmt.Sprintf("p50 1 node %.0f µs, 5 nodes %.0f µs, ratio %.2f; client CPU per pair %.0f µs, %.0f µs", m["p50_1_us"], m["p50_5_us"], m["p50_ratio"], m["client_cpu_1_us"], m["client_cpu_5_us"])
+		if _, ok := m["link_rtt_add_us"]; ok {
+			s += fmt.Sprintf("; proxy adds %.0f µs per round trip (PING p50 %.0f → %.0f µs), floor ratio %.2f", m["link_rtt_add_us"], m["ping_direct_us"], m["ping_proxied_us"], m["floor_ratio"])
+		}
 	case scLeases:
 		s = fmt.Sprintf("%.0f leases: %.1f calls, %.1f socket writes, %.0f commands per tick; goroutines %.0f -> %.0f; valid %.3f",
 			m["leases"], m["calls_per_tick"], m["writes_per_tick"], m["server_cmds_per_tick"], m["goroutines_few"], m["goroutines_many"], m["valid_fraction"])

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -16,12 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The hot-key scenario re-runs this binary as its workers.
-	if spec := os.Getenv(workerEnv); spec != "" {
-		if err := workerMain(spec, os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "bench worker:", err)
-			os.Exit(1)
-		}
+	// The hot-key scenarios re-run this binary as their workers, the latency scenarios
+	// as their delay proxy.
+	if childMain() {
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
@@ -29,13 +25,16 @@ func TestMain(m *testing.M) {
 
 // keyMetric is the metric every result of a scenario must have, and it must be positive.
 var keyMetric = map[string]string{
-	scThroughput: "ops_per_s",
-	scAllocs:     "allocs_per_op",
-	scHotKey:     "grants_per_s",
-	scFair:       "grants_per_s",
-	scQuorum:     "p50_5_us",
-	scLeases:     "cmds_per_tick",
-	scCommands:   "client_cmds_per_op",
+	scThroughput:   "ops_per_s",
+	scAllocs:       "allocs_per_op",
+	scHotKey:       "grants_per_s",
+	scFair:         "grants_per_s",
+	scFair1Proc:    "grants_per_s",
+	scQuorum:       "p50_5_us",
+	scQuorumLat025: "link_rtt_add_us",
+	scQuorumLat1:   "link_rtt_add_us",
+	scLeases:       "cmds_per_tick",
+	scCommands:     "client_cmds_per_op",
 }
 
 // TestSmoke runs every scenario for every library briefly against real redis-server
@@ -109,7 +108,7 @@ func TestSmoke(t *testing.T) {
 						t.Errorf("%s/%s: metric %s = %v", sc, lib, k, v)
 					}
 				}
-				if sc == scHotKey || sc == scFair {
+				if isHotKey(sc) {
 					if len(r.Samples) == 0 {
 						t.Errorf("%s/%s: no samples", sc, lib)
 					}
@@ -263,5 +262,64 @@ func TestHandoffs(t *testing.T) {
 	}
 	if got := handoffs(samples[:1], 1, us(10000), 2); got != (handoffStats{}) {
 		t.Errorf("handoffs of one grant = %+v, want zeros", got)
+	}
+}
+
+// TestIssueGoals judges the goals of the issue's table at their edges.
+func TestIssueGoals(t *testing.T) {
+	cfg := defaultConfig()
+	find := func(sc, metric string) row {
+		for _, rw := range rows(cfg) {
+			if rw.sc == sc && rw.metric == metric {
+				return rw
+			}
+		}
+		t.Fatalf("no row for %s %s", sc, metric)
+		return row{}
+	}
+	tests := []struct {
+		sc, metric string
+		v, ratio   float64
+		met        bool
+	}{
+		{scThroughput, "ops_per_s", 1, 2, true},
+		{scThroughput, "ops_per_s", 1, 1.99, false},
+		{scQuorumLat025, "p50_ratio", 1.25, math.NaN(), true},
+		{scQuorumLat025, "p50_ratio", 1.26, math.NaN(), false},
+		{scQuorumLat1, "p50_ratio", 1.10, math.NaN(), true},
+		{scQuorumLat1, "p50_ratio", 1.11, math.NaN(), false},
+		{scFair, "utilisation", 0.90, math.NaN(), true},
+		{scFair1Proc, "utilisation", 0.89, math.NaN(), false},
+		{scFair1Proc, "out_of_order", 0, math.NaN(), true},
+		{scFair1Proc, "out_of_order", 0.001, math.NaN(), false},
+	}
+	for _, tc := range tests {
+		rw := find(tc.sc, tc.metric)
+		if rw.met == nil {
+			t.Errorf("%s %s: no goal", tc.sc, tc.metric)
+			continue
+		}
+		if got := rw.met(&report{}, tc.v, tc.ratio); got != tc.met {
+			t.Errorf("%s %s at %v (ratio %v): met %v, want %v", tc.sc, tc.metric, tc.v, tc.ratio, got, tc.met)
+		}
+	}
+	if rw := find(scQuorum, "p50_ratio"); rw.met != nil || !strings.Contains(rw.goal, "informative") {
+		t.Errorf("the loopback quorum ratio is judged (goal %q): it measures the machine's wake-ups", rw.goal)
+	}
+}
+
+func TestHotShape(t *testing.T) {
+	cfg := defaultConfig()
+	for _, tc := range []struct {
+		sc                  string
+		workers, perProcess int
+	}{
+		{scHotKey, cfg.HotWorkers, cfg.HotGoroutines},
+		{scFair, cfg.HotWorkers, cfg.HotGoroutines},
+		{scFair1Proc, 1, cfg.HotWorkers * cfg.HotGoroutines},
+	} {
+		if w, g := cfg.hotShape(tc.sc); w != tc.workers || g != tc.perProcess {
+			t.Errorf("%s: %d processes of %d goroutines, want %d of %d", tc.sc, w, g, tc.workers, tc.perProcess)
+		}
 	}
 }

