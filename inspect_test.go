@@ -51,8 +51,14 @@ func inspectUntil(t *testing.T, c *dlock.Client, name, what string, ok func(*dlo
 
 func checkHolder(t *testing.T, h dlock.Holder, reader bool, permits int64, ttl time.Duration) {
 	t.Helper()
-	if len(h.Token) != 32 || h.Reader != reader || h.Permits != permits || h.TTL <= 0 || h.TTL > ttl {
-		t.Fatalf("holder %+v: want a 32-digit token, reader %v, %d permits, TTL in (0, %v]", h, reader, permits, ttl)
+	checkHolderToken(t, h, 32, reader, permits, ttl)
+}
+
+// checkHolderToken is checkHolder for a token of digits hex digits.
+func checkHolderToken(t *testing.T, h dlock.Holder, digits int, reader bool, permits int64, ttl time.Duration) {
+	t.Helper()
+	if len(h.Token) != digits || h.Reader != reader || h.Permits != permits || h.TTL <= 0 || h.TTL > ttl {
+		t.Fatalf("holder %+v: want a %d-digit token, reader %v, %d permits, TTL in (0, %v]", h, digits, reader, permits, ttl)
 	}
 }
 
@@ -105,7 +111,7 @@ func TestInspectForceUnlockKinds(t *testing.T) {
 				return c.FairMutex("k", dlock.TTL(ttl)).Lock(ctx)
 			},
 			check: func(t *testing.T, in *dlock.LockInfo) {
-				checkHolder(t, in.Holders[0], false, 1, ttl)
+				checkHolderToken(t, in.Holders[0], 48, false, 1, ttl)
 			},
 		},
 		{

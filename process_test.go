@@ -33,6 +33,7 @@ const (
 	workerGoroutines = "DLOCK_TEST_GOROUTINES"
 	workerRounds     = "DLOCK_TEST_ROUNDS"
 	workerMode       = "DLOCK_TEST_MODE" // "fairwait", "mutexwait": wait for a FairMutex or a Mutex until killed
+	workerFair       = "DLOCK_TEST_FAIR" // "1": contend for a FairMutex instead of a Mutex
 )
 
 // workerTTL is the TTL of the workers' leases.
@@ -42,6 +43,7 @@ type contention struct {
 	addrs      []string
 	cluster    bool
 	quorum     bool
+	fair       bool // a FairMutex instead of a Mutex
 	processes  int
 	goroutines int
 	rounds     int
@@ -64,6 +66,9 @@ func (ct contention) run(t *testing.T, data redis.UniversalClient) {
 	}
 	if ct.quorum {
 		env = append(env, workerQuorum+"=1")
+	}
+	if ct.fair {
+		env = append(env, workerFair+"=1")
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, ct.processes)
@@ -203,9 +208,13 @@ func runWorker() int {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				err := c.Mutex("contended", dlock.TTL(workerTTL)).Do(ctx, func(ctx context.Context) error {
+				do, reenter := c.Mutex("contended", dlock.TTL(workerTTL)).Do, c.Mutex("contended").TryLock
+				if os.Getenv(workerFair) == "1" {
+					do, reenter = c.FairMutex("contended", dlock.TTL(workerTTL)).Do, c.FairMutex("contended").TryLock
+				}
+				err := do(ctx, func(ctx context.Context) error {
 					// lease.Context carries the lease: recover its token through a re-entry.
-					lease, err := c.Mutex("contended").TryLock(ctx)
+					lease, err := reenter(ctx)
 					if err != nil {
 						return err
 					}
@@ -252,6 +261,14 @@ func runWorker() int {
 func TestContentionProcessesStandalone(t *testing.T) {
 	srv, rdb := standalone(t)
 	contention{addrs: []string{srv.Addr}, processes: 3, goroutines: 8, rounds: 15}.run(t, rdb)
+}
+
+// TestContentionProcessesFair: a FairMutex excludes across processes whose goroutines
+// hand it to each other in runs (fair_run_test.go), and its fencing tokens only grow.
+func TestContentionProcessesFair(t *testing.T) {
+	srv, rdb := standalone(t)
+	contention{addrs: []string{srv.Addr}, fair: true, processes: 3, goroutines: 6, rounds: 15}.run(t, rdb)
+	noFairKeysOf(t, rdb, "contended")
 }
 
 func TestContentionProcessesCluster(t *testing.T) {

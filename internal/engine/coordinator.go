@@ -298,37 +298,12 @@ func (k *coordinator) route(r *request) func(payload string) time.Duration {
 // On release.
 
 // handOff passes h, which Unlock is ending, to the next goroutine of this process waiting
-// for the lock, and reports whether it did. It does not when h may hand off no more (no
-// token left in its block, or one round of the local queue served), no one waits, the
-// Client is closing, or the lease has less than a third of its length left (a renewed
-// lease always has two thirds; a granted one, whose first length is at most grantLength,
-// too until its first renewal): then its renewals are failing, the successor would
-// inherit a lease about to be lost, and a release through Redis tells it the truth.
+// for the lock, and reports whether it did (see Hold.handOn for when it does not).
 func (k *coordinator) handOff(h *Hold) bool {
-	if k == nil || !k.handsOff || h.spare == 0 || !k.t.cfg.Renew {
-		// A NoRenew lease lasts its TTL from its acquisition: a successor would inherit
-		// only what is left of it.
+	if k == nil || !k.handsOff {
 		return false
 	}
-	h.mu.Lock()
-	ttl, deadline := h.ttl, h.deadline
-	h.mu.Unlock()
-	if time.Until(deadline) < min(ttl, grantLength)/3 {
-		return false
-	}
-	next := k.handTo(h, ttl, deadline)
-	if next == nil {
-		return false
-	}
-	// Renewed like h would have been: its last renewal started about ttl before the
-	// deadline, and the next is due a third of the way. If the scheduler has stopped,
-	// Close is under way and releases next with every other hold.
-	c := k.t.c
-	if c.sched.Add(&next.entry, deadline.Add(-2*ttl/3), ttl/6, deadline) && next.ended() {
-		c.sched.Remove(&next.entry) // already unlocked by the waiter it was handed to
-	}
-	h.end(ErrReleased, "unlocked; handed to the next waiter in this process")
-	return true
+	return h.handOn(func(ttl time.Duration, deadline time.Time) *Hold { return k.handTo(h, ttl, deadline) })
 }
 
 // handTo makes h's successor and hands it to the head of the local queue, or returns nil

@@ -36,28 +36,47 @@ func waiterChannelPrefix(t *Target) string { return t.keys.GrantedPrefix() }
 func (fairScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.FairAcquire
 	call.Keys = fairKeys(t)
-	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try)}
+	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try), runPrefixLenArg}
 }
 
 func (fairScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	fairRelease(t, token, publish, "release", call)
+	fairRelease(t, token, publish, "release", nil, call)
 }
 
-func fairRelease(t *Target, token any, publish, mode string, call *batch.Call) {
+// fairRelease prepares fair_release.lua: a release (mode "release") of token that sends
+// run, the rest of its hold's run (runs.go), back to the queue, or a waiter that gives up
+// (mode "leave").
+func fairRelease(t *Target, token any, publish, mode string, run []string, call *batch.Call) {
 	if publish == "" {
 		publish = t.c.nodes[call.Node].PublishCommand() // a hand-over always tells its waiter
 	}
 	call.Script = scripts.FairRelease
 	call.Keys = fairKeys(t)
-	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publish, mode}
+	call.Args = append(make([]any, 0, 7+len(run)),
+		token, waiterTTLArg, waiterChannelPrefix(t), publish, mode, runPrefixLenArg, maxRunArg(t.c))
+	for _, w := range run {
+		call.Args = append(call.Args, w)
+	}
 }
+
+// maxRunArg is the longest run a hand-over of c's may make: none with replica
+// acknowledgements, where a grantee confirms its grant with an attempt of its own
+// (takeGrant), which would not hear of the run.
+func maxRunArg(c *Client) any {
+	if c.cfg.Acks.On() {
+		return noFlagArg
+	}
+	return maxRunArgs
+}
+
+var maxRunArgs any = ms(maxRun)
 
 func (fairScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
 	mutexScheme{}.extend(t, token, ttl, set, call)
 }
 
 func (fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
-	fairRelease(t, r.waiter, "", "leave", call)
+	fairRelease(t, r.waiter, "", "leave", nil, call)
 	return true
 }
 
@@ -71,4 +90,6 @@ func (fairScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
 	}
 }
 
-func (fairScheme) policy() policy { return policy{waitList: true, claim: true, reentrant: true} }
+func (fairScheme) policy() policy {
+	return policy{waitList: true, claim: true, reentrant: true, runs: true}
+}

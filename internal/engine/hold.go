@@ -19,6 +19,9 @@ type Hold struct {
 	token any     // ownership: 128 random bits as a hex string, boxed once (scripts take it as an argument); a TimestampMutex's *stamp
 	fence uint64
 	spare uint64 // fencing tokens reserved above fence, for hand-offs in this process
+	// run (FairMutex): the waiters of this process that the hold may be handed to, in
+	// order (runs.go). Set before the hold is shared; then only its Unlock changes it.
+	run []string
 
 	entry renew.Entry // scheduled with the Client's scheduler while the hold lives
 
@@ -288,6 +291,49 @@ func (h *Hold) renewed(seq uint64, start time.Time, deadline time.Time) bool {
 	return true
 }
 
+// handOn ends h by handing it to a successor in this process that pick makes, unless h may
+// hand off no more (no token left in its block), the lease does not renew, or it has less
+// than a third of its length left (a renewed lease always has two thirds; a granted one,
+// whose first length is at most grantLength, too until its first renewal): then its
+// renewals are failing, the successor would inherit a lease about to be lost, and a
+// release through Redis tells it the truth. pick returns nil when there is no one to hand
+// to. It reports whether h was handed on.
+func (h *Hold) handOn(pick func(ttl time.Duration, deadline time.Time) *Hold) bool {
+	if h.spare == 0 || !h.t.cfg.Renew {
+		// A NoRenew lease lasts its TTL from its acquisition: a successor would inherit
+		// only what is left of it.
+		return false
+	}
+	h.mu.Lock()
+	ttl, deadline := h.ttl, h.deadline
+	h.mu.Unlock()
+	if time.Until(deadline) < min(ttl, grantLength)/3 {
+		return false
+	}
+	next := pick(ttl, deadline)
+	if next == nil {
+		return false
+	}
+	// Renewed like h would have been: its last renewal started about ttl before the
+	// deadline, and the next is due a third of the way. If the scheduler has stopped,
+	// Close is under way and releases next with every other hold.
+	c := h.c
+	if c.sched.Add(&next.entry, deadline.Add(-2*ttl/3), ttl/6, deadline) && next.ended() {
+		c.sched.Remove(&next.entry) // already unlocked by the waiter it was handed to
+	}
+	h.end(ErrReleased, "unlocked; handed to the next waiter in this process")
+	return true
+}
+
+// releaseCall prepares the release of h on one node; publish is the publish command.
+func (h *Hold) releaseCall(publish string, call *batch.Call) {
+	if len(h.run) > 0 {
+		fairRelease(h.t, h.token, publish, "release", h.run, call) // the rest of the run goes back
+		return
+	}
+	h.t.scheme.release(h.t, h.token, publish, call)
+}
+
 // release ends the hold by Unlock: compare-and-delete on every node, which also wakes the
 // waiters. It succeeds if a majority released the key or no longer had it, at least one
 // of them released it. The hold has ended when release returns, whatever the result.
@@ -310,8 +356,9 @@ func (h *Hold) release(ctx context.Context) error {
 	h.mu.Unlock()
 	// An Extend in flight may shorten the key's expiry after the hand-off, which the
 	// successor would not hear of: release through Redis instead.
-	// Back to the coordinator: the next local waiter takes the hold without a round trip.
-	if !extending && h.t.coord.handOff(h) {
+	// Back to the coordinator (Mutex) or the run (FairMutex): the next local waiter takes
+	// the hold without a round trip.
+	if !extending && (h.t.coord.handOff(h) || h.handRun()) {
 		return nil
 	}
 
@@ -336,7 +383,7 @@ func (h *Hold) release(ctx context.Context) error {
 			func(v *votes) bool { return v.releaseSettled(n, need) })
 	} else {
 		v = poll(ctx, c, nil, wait,
-			func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
+			func(call *batch.Call) { h.releaseCall(c.nodes[call.Node].PublishCommand(), call) },
 			func(v *votes) bool { return v.releaseSettled(n, need) })
 	}
 	released, gone := v.yes, v.no

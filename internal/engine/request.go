@@ -22,6 +22,7 @@ type request struct {
 	n      int64        // Semaphore: the permits asked for
 	try    bool         // one attempt, never wait
 	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
+	member *runMember   // FairMutex Lock: the caller as a member of a run (runs.go); nil otherwise
 	wait   localWaiter
 
 	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
@@ -69,13 +70,19 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, t.gaveUp(ctx, -1)
 	}
-	if t.policy.waitList {
+	switch {
+	case t.policy.runs:
+		r.waiter = c.memberToken() // its process's id first: see runs.go
+	case t.policy.waitList:
 		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
 	}
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.inflight.Done()
+	if t.policy.runs && !r.try {
+		r.member = c.addMember(r.waiter, ctx, t.cfg)
+	}
 	if r.try {
 		lease, err := r.tryOnce(ctx)
 		if err != nil && t.policy.claim {
@@ -94,6 +101,7 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 		r.leaveQueue()
 	}
 	t.coord.leave(ctx, r)
+	r.leaveRuns(ctx, err == nil)
 	return lease, err
 }
 

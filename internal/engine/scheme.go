@@ -71,6 +71,10 @@ type policy struct {
 	claim bool
 	// reentrant: a Lock whose ctx carries a live lease of the lock joins its hold.
 	reentrant bool
+	// runs: a release that hands the lock to a waiter takes the waiters of the same
+	// process queued right behind it along, and the process hands the lock on to them
+	// itself (runs.go). FairMutex.
+	runs bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
 	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one

@@ -44,6 +44,7 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 		start := time.Now()
 		a := acquireOnce(ctx, ctx, w.r)
 		if a.h != nil {
+			w.t.c.ownAcquisition(w.r.member, a.h)
 			return a.h.startAcquired(start)
 		}
 		sleep, err := w.next(ctx, a)
@@ -66,6 +67,9 @@ func (w *waiting) fromProcess(ctx context.Context) (*Lease, error) {
 	t, r := w.t, w.r
 	for {
 		if h := t.coord.takeHandoff(r); h != nil {
+			return h.outer, nil
+		}
+		if h := t.c.takeRun(r.member); h != nil {
 			return h.outer, nil
 		}
 		if h := takeGrant(ctx, r); h != nil {
@@ -207,6 +211,7 @@ func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
 	select {
 	case <-w.wake:
 	case <-changed:
+	case <-w.r.member.wakeChan():
 	case <-timer.C:
 	case <-ctx.Done():
 		return w.t.gaveUpAfter(ctx, w.left, w.lastErr)

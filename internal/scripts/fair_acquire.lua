@@ -5,11 +5,14 @@
 -- KEYS[3]  queue: a list of waiter tokens in arrival order
 -- KEYS[4]  queue deadlines: a sorted set, waiter token -> the Redis time (ms) at which its
 --          entry dies unless refreshed; a waiter that dies or stops refreshing is skipped
---          once it reaches the head of the queue
+--          once it reaches the head of the queue. A waiter in a run has a mark here
+--          instead (run_marks.lua)
 -- ARGV[1]  the caller's token: its place in the queue and, once granted, the lock's value
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  queue entry lifetime in milliseconds (the waiter refreshes it while it waits)
 -- ARGV[4]  '1' for a try: never join the queue
+-- ARGV[5]  how many leading characters of a waiter token name its process (0 or absent:
+--          none): a waiter in a run waits while a token of its process holds the lock
 --
 -- Reply: an integer.
 --   > 0  acquired (or handed over by the previous holder's release, or a retried request);
@@ -19,10 +22,29 @@
 -- Time comes from the server (TIME), never from the client.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local life = tonumber(ARGV[3])
 
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+	-- A hand-over this caller confirms instead of taking it as published (it did not
+	-- hear of it, or too late): the run that came with it goes back to the queue.
+	requeueMarks(KEYS[3], KEYS[4], now, life)
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+
+-- In a run, the waiter's process hands it the lock: it keeps its mark alive and waits
+-- while the lock is its process's. When the run ended without it (the hold was lost or
+-- deleted), the run goes back to the head of the queue, where it was.
+local expiry, place = markOf(redis.call('ZSCORE', KEYS[4], ARGV[1]))
+if expiry then
+	local holder = redis.call('GET', KEYS[1])
+	local plen = tonumber(ARGV[5]) or 0
+	if expiry > now and holder and plen > 0 and string.sub(holder, 1, plen) == string.sub(ARGV[1], 1, plen) then
+		mark(KEYS[4], ARGV[1], now + life, place)
+		redis.call('PEXPIRE', KEYS[4], life)
+		return refuse(redis.call('PTTL', KEYS[1]), holder)
+	end
+	requeueMarks(KEYS[3], KEYS[4], now, life)
 end
 
 -- Skip the dead: entries at the head whose deadline passed.
@@ -54,7 +76,7 @@ end
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then
 	redis.call('RPUSH', KEYS[3], ARGV[1])
 end
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('ZADD', KEYS[4], now + life, ARGV[1])
 -- The queue lives as long as its most recently refreshed entry.
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('PEXPIRE', KEYS[4], ARGV[3])

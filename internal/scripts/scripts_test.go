@@ -145,7 +145,7 @@ var sources = map[string]string{
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned,
 	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
-	"multi_extend": multiExtend,
+	"multi_extend": multiExtend, "run_marks": runMarks,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -184,6 +184,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
+		case "run_marks":
+			header = []string{"-- mark(deadlines, waiter, expiry, place)", "-- requeueMarks(queue, deadlines, now, life)"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength)"}
 		}

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Runs (FairMutex): a hand-over of the lock within this process, without a round trip,
+// in request order.
+//
+// Every FairMutex waiter keeps its own entry in the lock's queue in Redis, and its token
+// starts with this Client's id (memberToken), so that a script can tell the waiters of one
+// process. A release that hands the lock to a waiter (fair_release.lua) also takes the
+// live waiters of the same process queued right behind it out of the queue, at most
+// maxRun, and names them in the grant: that is the grantee's run, and each gets a fencing
+// token of the block the grant reserved. The grantee's Unlock then hands the hold to the
+// first member of its run that still waits, as a Mutex hands off to its local queue
+// (Hold.handOn): the lock key keeps the grantee's token, the successor inherits the
+// deadline and the renewal, with the next fencing token and the rest of the run. No other
+// process's waiter was queued between them, so the order across processes stays strict.
+//
+// A member waits as before: its attempts, refused while its process holds the lock, keep
+// a marker of it in Redis instead of its queue entry, so that an attempt under way when
+// the run was made does not queue it again. The run goes back to Redis, to the head of the
+// queue in order, when it cannot go on here: a member locked a handle with other options,
+// the lease has less than a third left, the Client is closing (the release names the rest
+// of the run). A member that gives up is skipped; it leaves the queue as any waiter does.
+// If the hold is lost, or its process never heard of its run, the members find out with
+// their next attempt (within waiterRefresh) and queue again.
+
+// maxRun bounds a run: with the grantee, one block of maxReserve fencing tokens.
+const maxRun = maxReserve - 1
+
+// runPrefixLen is how many leading characters of a FairMutex waiter token name its
+// process (Client.id); the scripts take it as an argument.
+const runPrefixLen = 16
+
+var runPrefixLenArg any = ms(runPrefixLen)
+
+// runMember is a FairMutex waiter of this process that a run may include.
+type runMember struct {
+	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
+	cfg    LockConfig      // the options of the handle it locked: a hold handed to it has them
+	wake   chan struct{}   // gets a value when a hold is handed to it; room for one
+	handed *Hold           // guarded by Client.mu: the hold handed to it, until taken
+	inRun  bool            // guarded by Client.mu: a grant named it in a run
+}
+
+// memberToken returns a new FairMutex waiter token of c: its id's first runPrefixLen
+// characters, then 128 random bits.
+func (c *Client) memberToken() string { return c.id[:runPrefixLen] + newToken() }
+
+// addMember registers the waiter with token, which Lock with ctx for a handle with cfg.
+func (c *Client) addMember(token string, ctx context.Context, cfg LockConfig) *runMember {
+	m := &runMember{ctx: ctx, cfg: cfg, wake: make(chan struct{}, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.members == nil {
+		c.members = make(map[string]*runMember)
+	}
+	c.members[token] = m
+	return m
+}
+
+// dropMember removes the waiter with token; no hold is handed to it afterwards. It returns
+// a hold handed to it that it did not take: the caller must end it.
+func (c *Client) dropMember(token string, m *runMember) (untaken *Hold) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.members, token)
+	untaken, m.handed = m.handed, nil
+	return untaken
+}
+
+// takeRun returns the hold handed to m, if any; the caller now owns it.
+func (c *Client) takeRun(m *runMember) *Hold {
+	if m == nil {
+		return nil
+	}
+	c.mu.Lock()
+	h := m.handed
+	m.handed = nil
+	c.mu.Unlock()
+	return handedOff(h, true)
+}
+
+// joinedRun records that a grant of this process named the waiters of run in its run.
+func (c *Client) joinedRun(run []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, token := range run {
+		if m := c.members[token]; m != nil {
+			m.inRun = true
+		}
+	}
+}
+
+// ownAcquisition is called when the attempt of the member m acquired h in Redis. If m was
+// in a run, the run's hold may live on in this process although its key was deleted or
+// expired (m could take the lock only then): every other hold of the key here is lost.
+func (c *Client) ownAcquisition(m *runMember, h *Hold) {
+	if m == nil {
+		return
+	}
+	c.mu.Lock()
+	var stale []*Hold
+	if m.inRun {
+		for x := range c.holds {
+			if x != h && x.t.keys.Lock == h.t.keys.Lock && x.token != h.token {
+				stale = append(stale, x)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, x := range stale {
+		x.end(ErrLost, "a waiter of its run took the lock in Redis: the key had been deleted or had expired")
+	}
+}
+
+// wakeChan is what wakes m when a hold is handed to it; nil (never ready) for no member.
+func (m *runMember) wakeChan() <-chan struct{} {
+	if m == nil {
+		return nil
+	}
+	return m.wake
+}
+
+// handRun passes h, which Unlock is ending, to the next member of its run that waits, and
+// reports whether it did. When it does not, h.run is what is left of the run for the
+// release to send back to Redis.
+func (h *Hold) handRun() bool {
+	if len(h.run) == 0 {
+		return false
+	}
+	return h.handOn(func(ttl time.Duration, deadline time.Time) *Hold { return h.c.handToMember(h, ttl, deadline) })
+}
+
+// handToMember makes h's successor and hands it to the first member of h's run that still
+// waits, or returns nil. It drops from h.run the members it passes over: those that gave
+// up, and the one it hands to.
+func (c *Client) handToMember(h *Hold, ttl time.Duration, deadline time.Time) *Hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	for len(h.run) > 0 {
+		m := c.members[h.run[0]]
+		switch {
+		case m == nil: // gave up: it left the queue
+			h.run = h.run[1:]
+			continue
+		case m.cfg != h.t.cfg:
+			return nil // it asks Redis for a lease of its own making
+		}
+		next := newHold(h.t, h.token, h.fence+1, h.spare-1, ttl, deadline, m.ctx)
+		next.run = h.run[1:]
+		c.holds[next] = struct{}{}
+		m.handed = next
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+		return next
+	}
+	return nil
+}
+
+// leaveRuns takes the request's caller, whose Lock with ctx is over (acquired or not), out
+// of the runs. A hold handed to it that it did not take is passed on (or released) if it
+// gave up, and dropped as lost if it took the lock otherwise, which a member can only after
+// the key was deleted under the run (ownAcquisition).
+func (r *request) leaveRuns(ctx context.Context, acquired bool) {
+	if r.member == nil {
+		return
+	}
+	c := r.t.c
+	h := c.dropMember(r.waiter, r.member)
+	switch {
+	case h == nil:
+	case acquired:
+		h.end(ErrLost, "the key was deleted under the run: a waiter of the run took the lock in Redis")
+	default:
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(r.t.cfg.TTL))
+		defer cancel()
+		_ = h.release(release)
+	}
+}
