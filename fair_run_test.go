@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // A FairMutex run: the waiters of one process queued right behind the one a release
@@ -126,7 +127,18 @@ func noFairKeysOf(t *testing.T, rdb redis.UniversalClient, name string) {
 // the grantee take the lock from it without Redis, and a waiter of process B queued
 // between them still comes in its turn.
 func TestFairRunHandsOffWithinProcessInOrder(t *testing.T) {
-	_, rdb := standalone(t)
+	for _, tc := range []struct {
+		name string
+		rdb  func(t *testing.T) redis.UniversalClient
+	}{
+		{"standalone", func(t *testing.T) redis.UniversalClient { _, rdb := standalone(t); return rdb }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3).Client(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { fairRunInOrder(t, tc.rdb(t)) })
+	}
+}
+
+func fairRunInOrder(t *testing.T, rdb redis.UniversalClient) {
 	ctx := ctxTimeout(t, 60*time.Second)
 	opt, local := localHandOffs()
 	a, b := newClient(t, rdb, opt), newClient(t, rdb)

@@ -19,9 +19,13 @@ import (
 // died, the hand-over expires after 3 seconds and the next waiter takes over.
 //
 // Unlike Mutex, goroutines of one process do not queue locally: each has its own place
-// in the Redis queue, which is what strict order across processes requires. A FairMutex
-// needs one Redis deployment: independent nodes cannot agree on one order by voting,
-// so on a quorum Client every method returns an error.
+// in the Redis queue, which is what strict order across processes requires. When a
+// release hands the lock to a waiter, the waiters of the same Client queued right behind
+// it come along (at most 63), and Unlock hands the lock on among them in their order
+// without a round trip, each with a fencing token of its own; no waiter of another
+// process was queued between them. A FairMutex needs one Redis deployment: independent
+// nodes cannot agree on one order by voting, so on a quorum Client every method returns
+// an error.
 type FairMutex struct {
 	t *engine.Target
 }
