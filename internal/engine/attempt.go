@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -26,10 +27,20 @@ type attempt struct {
 }
 
 // newToken returns 128 random bits from crypto/rand, hex-encoded.
-func newToken() string {
+func newToken() string { return newPrefixedToken("") }
+
+// newPrefixedToken returns prefix followed by newToken's 128 random bits, in one
+// allocation.
+func newPrefixedToken(prefix string) string {
 	var b [16]byte
 	_, _ = crand.Read(b[:]) // never fails on supported platforms (Go 1.24+ panics instead)
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	var s strings.Builder
+	s.Grow(len(prefix) + len(h))
+	s.WriteString(prefix)
+	s.Write(h[:])
+	return s.String()
 }
 
 // acquireOnce makes one attempt on every node. The clock is read before the first request:

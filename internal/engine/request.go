@@ -22,8 +22,9 @@ type request struct {
 	n      int64        // Semaphore: the permits asked for
 	try    bool         // one attempt, never wait
 	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
-	member *runMember   // FairMutex Lock: the caller as a member of a run (runs.go); nil otherwise
+	member *runMember   // FairMutex Lock: the caller as a member of a run (&run, runs.go); nil otherwise
 	wait   localWaiter
+	run    runMember
 
 	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
 	reserve int64 // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
@@ -81,7 +82,8 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 	}
 	defer c.inflight.Done()
 	if t.policy.runs && !r.try {
-		r.member = c.addMember(r.waiter, ctx, t.cfg)
+		r.member = &r.run
+		c.addMember(r.member, r.waiter, ctx, t.cfg)
 	}
 	if r.try {
 		lease, err := r.tryOnce(ctx)

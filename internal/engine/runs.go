@@ -37,29 +37,42 @@ const runPrefixLen = 16
 
 var runPrefixLenArg any = ms(runPrefixLen)
 
-// runMember is a FairMutex waiter of this process that a run may include.
+// runMember is a FairMutex waiter of this process that a run may include; it lives in
+// the waiter's request.
 type runMember struct {
-	ctx    context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
-	cfg    LockConfig      // the options of the handle it locked: a hold handed to it has them
-	wake   chan struct{}   // gets a value when a hold is handed to it; room for one
-	handed *Hold           // guarded by Client.mu: the hold handed to it, until taken
-	inRun  bool            // guarded by Client.mu: a grant named it in a run
+	ctx context.Context // the waiter's Lock ctx: a hold handed to it keeps its values
+	cfg LockConfig      // the options of the handle it locked: a hold handed to it has them
+	// wake (guarded by Client.mu) is the waiter's wake-up (waiting.wake), once it listens:
+	// a hand-off sends on it. Before that, the waiter looks for a hand-off before each
+	// attempt, and it pauses only after it listens.
+	wake   chan struct{}
+	handed *Hold // guarded by Client.mu: the hold handed to it, until taken
+	inRun  bool  // guarded by Client.mu: a grant named it in a run
 }
 
 // memberToken returns a new FairMutex waiter token of c: its id's first runPrefixLen
 // characters, then 128 random bits.
-func (c *Client) memberToken() string { return c.id[:runPrefixLen] + newToken() }
+func (c *Client) memberToken() string { return newPrefixedToken(c.id[:runPrefixLen]) }
 
-// addMember registers the waiter with token, which Lock with ctx for a handle with cfg.
-func (c *Client) addMember(token string, ctx context.Context, cfg LockConfig) *runMember {
-	m := &runMember{ctx: ctx, cfg: cfg, wake: make(chan struct{}, 1)}
+// addMember registers m, the waiter with token, which Lock with ctx for a handle with cfg.
+func (c *Client) addMember(m *runMember, token string, ctx context.Context, cfg LockConfig) {
+	m.ctx, m.cfg = ctx, cfg
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.members == nil {
 		c.members = make(map[string]*runMember)
 	}
 	c.members[token] = m
-	return m
+}
+
+// listening records the wake-up of the member m, if any.
+func (c *Client) listening(m *runMember, wake chan struct{}) {
+	if m == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.wake = wake
 }
 
 // dropMember removes the waiter with token; no hold is handed to it afterwards. It returns
@@ -117,14 +130,6 @@ func (c *Client) ownAcquisition(m *runMember, h *Hold) {
 	}
 }
 
-// wakeChan is what wakes m when a hold is handed to it; nil (never ready) for no member.
-func (m *runMember) wakeChan() <-chan struct{} {
-	if m == nil {
-		return nil
-	}
-	return m.wake
-}
-
 // handRun passes h, which Unlock is ending, to the next member of its run that waits, and
 // reports whether it did. When it does not, h.run is what is left of the run for the
 // release to send back to Redis.
@@ -157,9 +162,11 @@ func (c *Client) handToMember(h *Hold, ttl time.Duration, deadline time.Time) *H
 		next.run = h.run[1:]
 		c.holds[next] = struct{}{}
 		m.handed = next
-		select {
-		case m.wake <- struct{}{}:
-		default:
+		if m.wake != nil {
+			select {
+			case m.wake <- struct{}{}:
+			default: // a wake-up is pending already
+			}
 		}
 		return next
 	}

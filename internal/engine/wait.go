@@ -187,6 +187,7 @@ func (w *waiting) listen(ctx context.Context) bool {
 	if w.r.grants == nil {
 		w.r.grants = make(chan scripts.Grant, 4)
 	}
+	w.t.c.listening(w.r.member, w.wake)
 	w.watches = watch(ctx, w.r, w.wake)
 	w.tracking = track(ctx, w.r, w.wake)
 	w.listened = true
@@ -211,7 +212,6 @@ func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
 	select {
 	case <-w.wake:
 	case <-changed:
-	case <-w.r.member.wakeChan():
 	case <-timer.C:
 	case <-ctx.Done():
 		return w.t.gaveUpAfter(ctx, w.left, w.lastErr)
