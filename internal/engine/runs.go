@@ -20,13 +20,17 @@ import (
 // process's waiter was queued between them, so the order across processes stays strict.
 //
 // A member waits as before: its attempts, refused while its process holds the lock, keep
-// a marker of it in Redis instead of its queue entry, so that an attempt under way when
-// the run was made does not queue it again. The run goes back to Redis, to the head of the
-// queue in order, when it cannot go on here: a member locked a handle with other options,
-// the lease has less than a third left, the Client is closing (the release names the rest
-// of the run). A member that gives up is skipped; it leaves the queue as any waiter does.
-// If the hold is lost, or its process never heard of its run, the members find out with
-// their next attempt (within waiterRefresh) and queue again.
+// a mark of it in Redis instead of its queue entry (run_marks.lua), so that an attempt
+// under way when the run was made does not queue it again. The rest of a run goes back to
+// the head of the queue, in order: with the release, when it cannot go on here (a member
+// locked a handle with other options, the lease has less than a third left, the Client is
+// closing); with the grantee's attempt that confirms a grant it never heard of; with a
+// member's next attempt (within waiterRefresh) once the hold is lost. A member that gives
+// up is skipped; it leaves the queue as any waiter does.
+
+// reasonRunSuperseded is why a run's hold ends when one of its members took the lock in
+// Redis itself, which it can only once the key was deleted or expired under the run.
+const reasonRunSuperseded = "a waiter of its run took the lock in Redis: the key had been deleted or had expired"
 
 // maxRun bounds a run: with the grantee, one block of maxReserve fencing tokens.
 const maxRun = maxReserve - 1
@@ -126,7 +130,7 @@ func (c *Client) ownAcquisition(m *runMember, h *Hold) {
 	}
 	c.mu.Unlock()
 	for _, x := range stale {
-		x.end(ErrLost, "a waiter of its run took the lock in Redis: the key had been deleted or had expired")
+		x.end(ErrLost, reasonRunSuperseded)
 	}
 }
 
@@ -186,7 +190,7 @@ func (r *request) leaveRuns(ctx context.Context, acquired bool) {
 	switch {
 	case h == nil:
 	case acquired:
-		h.end(ErrLost, "the key was deleted under the run: a waiter of the run took the lock in Redis")
+		h.end(ErrLost, reasonRunSuperseded)
 	default:
 		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(r.t.cfg.TTL))
 		defer cancel()
