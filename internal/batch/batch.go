@@ -42,8 +42,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrStopped is the error of a call sent after Stop, or still queued when Stop came: it was
-// never sent.
+// ErrStopped is the error of a call sent after Stop, or one Stop could not send (see
+// Stop): it was never sent.
 var ErrStopped = errors.New("dlock: client closed")
 
 // errExpired is the error of a call whose deadline passed before it was sent: it was never
@@ -163,9 +163,11 @@ func (b *Batcher) SendAll(calls []*Call) {
 }
 
 // Stop refuses new calls and shuts the batcher down: it finishes the pipelines in flight
-// (go-redis' read timeout bounds them), sends nothing more, answers the calls it did not
-// send with ErrStopped, and returns once every goroutine of the batcher has exited. Stop
-// may be called more than once, also concurrently.
+// and sends the calls queued before it (go-redis' read timeout bounds each round trip),
+// and returns once every goroutine of the batcher has exited. The calls it did not send
+// are answered with ErrStopped: those queued behind a round trip that got no reply during
+// the drain (a server down or paused), so that such a server costs Stop one round trip
+// more, not one per batch. Stop may be called more than once, also concurrently.
 func (b *Batcher) Stop() {
 	if b.a != nil {
 		b.a.stop()

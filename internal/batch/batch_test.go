@@ -421,9 +421,78 @@ func TestPipelineErrors(t *testing.T) {
 	}
 }
 
-// TestStop fails the queued calls with ErrStopped, lets the round trip in flight finish, and
-// refuses calls after Stop.
-func TestStop(t *testing.T) {
+// TestStopSendsQueuedCalls: a call accepted before Stop is sent, even one that waits behind
+// a round trip a slow server holds up when Stop comes, so that the release a Client's Close
+// makes of an acquisition that landed meanwhile reaches Redis.
+func TestStopSendsQueuedCalls(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			started := make(chan string, 16)
+			srv, rdb, cnt := start(t, func(o *redis.Options) {
+				o.MaxRetries = -1
+				o.ReadTimeout = 10 * time.Second
+			})
+			cnt.started = started
+			b := tr.new(rdb, 1)
+
+			srv.Pause(t)
+			defer srv.Resume(t)
+			done := make(chan *Call, 4)
+			b.Send(&Call{Script: incr, Keys: []string{"inflight"}, Args: []any{1}, Done: done})
+			select {
+			case <-started: // the round trip is under way, and held up
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first call never started")
+			}
+			for range 3 {
+				if !b.Send(&Call{Script: incr, Keys: []string{"queued"}, Args: []any{1}, Done: done}) {
+					t.Fatal("Send = false before Stop")
+				}
+			}
+			stopped := make(chan struct{})
+			go func() { b.Stop(); close(stopped) }()
+			waitStopping(t, b)
+			srv.Resume(t)
+			for range 4 {
+				if c := wait(t, done, 10*time.Second); c.Err != nil || c.Val < 1 {
+					t.Fatalf("a call queued before Stop: %d, %v", c.Val, c.Err)
+				}
+			}
+			select {
+			case <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Stop did not return")
+			}
+			if n, err := rdb.Get(ctx, "queued").Int(); n != 3 || err != nil {
+				t.Fatalf("queued calls run: %d, %v; want 3", n, err)
+			}
+		})
+	}
+}
+
+// waitStopping waits until Stop has begun on b: sends are refused from then on.
+func waitStopping(t *testing.T, b *Batcher) {
+	t.Helper()
+	var stopped chan struct{}
+	if b.a != nil {
+		stopped = b.a.stopped
+	} else {
+		stopped = b.l.stopped
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not begin")
+	}
+}
+
+// TestStopGivesUpOnSilentServer: Stop lets the round trip in flight finish and sends the
+// calls queued behind it, but once a round trip of those gets no reply (a paused server),
+// the rest are answered with ErrStopped, unsent, so that Stop returns after one round trip
+// more; and calls after Stop are refused.
+func TestStopGivesUpOnSilentServer(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 16)
 	srv, rdb, cnt := start(t, func(o *redis.Options) {
@@ -442,6 +511,10 @@ func TestStop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first call never started")
 	}
+	tried := make(chan *Call, maxBatch)
+	for range maxBatch { // the first round trip of the drain
+		b.Send(&Call{Script: incr, Keys: []string{"tried"}, Args: []any{1}, Done: tried})
+	}
 	queued := make(chan *Call, 3)
 	for i := range 3 {
 		if !b.Send(&Call{Script: incr, Keys: []string{"queued"}, Args: []any{i}, Done: queued}) {
@@ -459,6 +532,11 @@ func TestStop(t *testing.T) {
 	case <-stopped:
 	case <-time.After(20 * time.Second):
 		t.Fatal("Stop did not return")
+	}
+	for range maxBatch {
+		if c := wait(t, tried, time.Second); c.Err == nil || errors.Is(c.Err, ErrStopped) {
+			t.Fatalf("a call of the drain's first round trip: %d, %v; want its timeout", c.Val, c.Err)
+		}
 	}
 	for range 3 {
 		if c := wait(t, queued, time.Second); !errors.Is(c.Err, ErrStopped) {

@@ -23,11 +23,12 @@ type lanes struct {
 	acks  *Acks // every round trip ends with WAIT (NewAcked); nil: none
 
 	stopOnce sync.Once
-	stopped  chan struct{}
+	stopped  chan struct{} // closed by stop first: sends are refused
+	sealed   chan struct{} // closed by stop once no send can queue a call: workers drain
 	wg       sync.WaitGroup // the lane workers and the pipelines of SendAll
 
 	// sending is read-locked by Send while it may still queue a call, and locked by Stop
-	// before it drains the queue, so that no call is queued after the drain.
+	// before it seals the queues, so that no call is queued after the drain.
 	sending sync.RWMutex
 }
 
@@ -37,6 +38,7 @@ func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 		rdb:     rdb,
 		lanes:   make([]chan *Call, max(inFlight, 1)),
 		stopped: make(chan struct{}),
+		sealed:  make(chan struct{}),
 	}
 	for i := range b.lanes {
 		b.lanes[i] = make(chan *Call, 4*maxBatch)
@@ -102,28 +104,37 @@ func (b *lanes) send(c *Call, wait bool) bool {
 	}
 }
 
-// stop ends the workers after the round trips in flight and fails the calls still queued
-// with ErrStopped. It waits for the workers and the pipelines of SendAll.
+// stop refuses new calls and ends the workers once they have sent the calls queued
+// before it (drain). It waits for the workers and the pipelines of SendAll; the calls of a
+// lane without a worker (New(nil, 0)) are answered with ErrStopped.
 func (b *lanes) stop() {
-	b.stopOnce.Do(func() { close(b.stopped) })
-	// A send that saw the lanes running may still be about to queue its call, or a sendAll
-	// about to start its pipeline: wait for them (with stopped closed they do not block),
-	// so that the drain below is the last word.
-	b.sending.Lock()
-	defer b.sending.Unlock()
+	b.stopOnce.Do(func() {
+		close(b.stopped)
+		// A send that saw the lanes running may still be about to queue its call, or a
+		// sendAll about to start its pipeline: wait for them (with stopped closed they do
+		// not block), so that the workers' drain is the last word.
+		b.sending.Lock()
+		close(b.sealed)
+		b.sending.Unlock()
+	})
 	b.wg.Wait()
 	for _, calls := range b.lanes {
-	drain:
-		for {
-			select {
-			case c := <-calls:
-				c.Err = ErrStopped
-				c.Done <- c
-			default:
-				break drain
-			}
+		answerAll(take(calls, cap(calls)), ErrStopped)
+	}
+}
+
+// take returns up to n calls that are queued in calls now, without waiting.
+func take(calls chan *Call, n int) []*Call {
+	var batch []*Call
+	for len(batch) < n {
+		select {
+		case c := <-calls:
+			batch = append(batch, c)
+		default:
+			return batch
 		}
 	}
+	return batch
 }
 
 // sendAll runs calls in one pipeline of their own, on a goroutine of its own, so that a
@@ -164,16 +175,19 @@ func (b *lanes) work(calls chan *Call) {
 	rt := newRoundTrip()
 	defer func() { rt.timer.Stop() }()
 	for {
-		// Stop takes precedence over queued calls: those are Stop's to fail.
+		// A sealed lane drains (drain), whatever is queued: its rule about a silent
+		// server applies to every call queued before Stop.
 		select {
-		case <-b.stopped:
+		case <-b.sealed:
+			b.drain(&rt, calls)
 			return
 		default:
 		}
 		select {
 		case c := <-calls:
 			batch = append(batch[:0], c)
-		case <-b.stopped:
+		case <-b.sealed:
+			b.drain(&rt, calls)
 			return
 		}
 	fill:
@@ -187,6 +201,39 @@ func (b *lanes) work(calls chan *Call) {
 		}
 		b.exec(&rt, batch)
 		clear(batch)
+	}
+}
+
+// drain sends the calls still queued when Stop sealed the lane, as work would: a call
+// accepted before Stop, such as the release of an acquisition that landed during a
+// Client's Close, is sent. A round trip that gets no reply (a server down or paused) ends
+// the drain: the calls after it are answered with ErrStopped, unsent, so that such a
+// server holds Stop for one more round trip, not one per batch. The drain answers each
+// call itself, after reading its error through a channel of its own.
+func (b *lanes) drain(rtp **roundTrip, calls chan *Call) {
+	back := make(chan *Call, maxBatch)
+	owners := make(map[*Call]chan *Call, maxBatch)
+	for {
+		batch := take(calls, maxBatch)
+		if len(batch) == 0 {
+			return
+		}
+		for _, c := range batch {
+			owners[c], c.Done = c.Done, back
+		}
+		b.exec(rtp, batch)
+		unanswered := false
+		for range batch {
+			c := <-back
+			unanswered = unanswered || c.Err != nil && !isReply(c.Err) && !IsExpired(c.Err)
+			c.Done = owners[c]
+			delete(owners, c)
+			c.Done <- c
+		}
+		if unanswered {
+			answerAll(take(calls, cap(calls)), ErrStopped)
+			return
+		}
 	}
 }
 
