@@ -163,11 +163,10 @@ func (b *Batcher) SendAll(calls []*Call) {
 }
 
 // Stop refuses new calls and shuts the batcher down: it finishes the pipelines in flight
-// and sends the calls queued before it (go-redis' read timeout bounds each round trip),
-// and returns once every goroutine of the batcher has exited. The calls it did not send
-// are answered with ErrStopped: those queued behind a round trip that got no reply during
-// the drain (a server down or paused), so that such a server costs Stop one round trip
-// more, not one per batch. Stop may be called more than once, also concurrently.
+// (go-redis' read timeout bounds them), sends the calls queued before it for up to a
+// second more (drainTime), answers those it could not send by then with ErrStopped, and
+// returns once every goroutine of the batcher has exited. Stop may be called more than
+// once, also concurrently.
 func (b *Batcher) Stop() {
 	if b.a != nil {
 		b.a.stop()

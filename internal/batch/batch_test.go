@@ -488,16 +488,16 @@ func waitStopping(t *testing.T, b *Batcher) {
 	}
 }
 
-// TestStopGivesUpOnSilentServer: Stop lets the round trip in flight finish and sends the
-// calls queued behind it, but once a round trip of those gets no reply (a paused server),
-// the rest are answered with ErrStopped, unsent, so that Stop returns after one round trip
-// more; and calls after Stop are refused.
-func TestStopGivesUpOnSilentServer(t *testing.T) {
+// TestStopDrainIsBounded: Stop lets the round trip in flight finish and sends the calls
+// queued behind it, but a server that does not answer (paused) holds it up for drainTime
+// at most: the calls still queued then are answered with ErrStopped, unsent; and calls
+// after Stop are refused.
+func TestStopDrainIsBounded(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 16)
 	srv, rdb, cnt := start(t, func(o *redis.Options) {
 		o.MaxRetries = -1
-		o.ReadTimeout = 500 * time.Millisecond
+		o.ReadTimeout = 4 * drainTime // the drain's bound ends its round trip first
 	})
 	cnt.started = started
 	b := goredis(rdb, 1)
@@ -505,14 +505,14 @@ func TestStopGivesUpOnSilentServer(t *testing.T) {
 	srv.Pause(t)
 	defer srv.Resume(t)
 	inFlight := make(chan *Call, 1)
-	b.Send(&Call{Script: incr, Keys: []string{"inflight"}, Args: []any{1}, Done: inFlight})
+	b.Send(&Call{Script: incr, Keys: []string{"inflight"}, Args: []any{1}, Done: inFlight, Deadline: time.Now().Add(300 * time.Millisecond)})
 	select {
 	case <-started: // the worker is in the round trip
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first call never started")
 	}
 	tried := make(chan *Call, maxBatch)
-	for range maxBatch { // the first round trip of the drain
+	for range maxBatch { // the drain's first round trip, which ends at its bound
 		b.Send(&Call{Script: incr, Keys: []string{"tried"}, Args: []any{1}, Done: tried})
 	}
 	queued := make(chan *Call, 3)

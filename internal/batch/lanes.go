@@ -23,8 +23,8 @@ type lanes struct {
 	acks  *Acks // every round trip ends with WAIT (NewAcked); nil: none
 
 	stopOnce sync.Once
-	stopped  chan struct{} // closed by stop first: sends are refused
-	sealed   chan struct{} // closed by stop once no send can queue a call: workers drain
+	stopped  chan struct{}  // closed by stop first: sends are refused
+	sealed   chan struct{}  // closed by stop once no send can queue a call: workers drain
 	wg       sync.WaitGroup // the lane workers and the pipelines of SendAll
 
 	// sending is read-locked by Send while it may still queue a call, and locked by Stop
@@ -105,8 +105,9 @@ func (b *lanes) send(c *Call, wait bool) bool {
 }
 
 // stop refuses new calls and ends the workers once they have sent the calls queued
-// before it (drain). It waits for the workers and the pipelines of SendAll; the calls of a
-// lane without a worker (New(nil, 0)) are answered with ErrStopped.
+// before it, within drainTime (drain). It waits for the workers and the pipelines of
+// SendAll; the calls of a lane without a worker (New(nil, 0)) are answered with
+// ErrStopped.
 func (b *lanes) stop() {
 	b.stopOnce.Do(func() {
 		close(b.stopped)
@@ -199,48 +200,41 @@ func (b *lanes) work(calls chan *Call) {
 				break fill
 			}
 		}
-		b.exec(&rt, batch)
+		b.exec(&rt, batch, time.Time{})
 		clear(batch)
 	}
 }
 
-// drain sends the calls still queued when Stop sealed the lane, as work would: a call
-// accepted before Stop, such as the release of an acquisition that landed during a
-// Client's Close, is sent. A round trip that gets no reply (a server down or paused) ends
-// the drain: the calls after it are answered with ErrStopped, unsent, so that such a
-// server holds Stop for one more round trip, not one per batch. The drain answers each
-// call itself, after reading its error through a channel of its own.
+// drainTime bounds how long Stop goes on sending the calls queued before it, once the
+// round trip in flight is over: time for a few round trips to a live server, and all that
+// a silent one (down, paused) holds up a Client's Close for.
+const drainTime = time.Second
+
+// drain sends the calls still queued when Stop sealed the lane, as work would, for up to
+// drainTime: a call accepted before Stop, such as the release of an acquisition that
+// landed during a Client's Close, is sent. The round trips end by then; the calls still
+// queued then are answered with ErrStopped, unsent.
 func (b *lanes) drain(rtp **roundTrip, calls chan *Call) {
-	back := make(chan *Call, maxBatch)
-	owners := make(map[*Call]chan *Call, maxBatch)
+	by := time.Now().Add(drainTime)
 	for {
 		batch := take(calls, maxBatch)
 		if len(batch) == 0 {
 			return
 		}
-		for _, c := range batch {
-			owners[c], c.Done = c.Done, back
-		}
-		b.exec(rtp, batch)
-		unanswered := false
-		for range batch {
-			c := <-back
-			unanswered = unanswered || c.Err != nil && !isReply(c.Err) && !IsExpired(c.Err)
-			c.Done = owners[c]
-			delete(owners, c)
-			c.Done <- c
-		}
-		if unanswered {
+		if !time.Now().Before(by) {
+			answerAll(batch, ErrStopped)
 			answerAll(take(calls, cap(calls)), ErrStopped)
 			return
 		}
+		b.exec(rtp, batch, by)
 	}
 }
 
 // exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
 // pipeline. Calls whose deadline has passed are answered without being sent. The round
-// trip's context has the values of its calls' caller, if they have one (sharedValues).
-func (b *lanes) exec(rtp **roundTrip, batch []*Call) {
+// trip's context has the values of its calls' caller, if they have one (sharedValues),
+// and ends by limit, unless zero.
+func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) {
 	rt := *rtp
 	live, _ := dropExpired(batch, time.Now(), 0)
 	if len(live) == 0 {
@@ -248,7 +242,11 @@ func (b *lanes) exec(rtp **roundTrip, batch []*Call) {
 	}
 	values := sharedValues(live)
 	var ctx context.Context
-	if d, ok := latestDeadline(live); ok {
+	d, ok := latestDeadline(live)
+	if !limit.IsZero() && (!ok || limit.Before(d)) {
+		d, ok = limit, true
+	}
+	if ok {
 		ctx = rt.start(d, values)
 		defer func() {
 			if !rt.end() {

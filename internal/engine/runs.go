@@ -24,9 +24,11 @@ import (
 // under way when the run was made does not queue it again. The rest of a run goes back to
 // the head of the queue, in order: with the release, when it cannot go on here (a member
 // locked a handle with other options, the lease has less than a third left, the Client is
-// closing); with the grantee's attempt that confirms a grant it never heard of; with a
-// member's next attempt (within waiterRefresh) once the hold is lost. A member that gives
-// up is skipped; it leaves the queue as any waiter does.
+// closing); with the grantee's attempt that confirms a grant it never heard of, or its
+// leave if it gave up before; with a member's next attempt (within waiterRefresh) once
+// the hold is lost; with any attempt that finds the lock free, so that no waiter of
+// another process queued behind the run takes it first. A member that gives up is
+// skipped; it leaves the queue as any waiter does.
 
 // reasonRunSuperseded is why a run's hold ends when one of its members took the lock in
 // Redis itself, which it can only once the key was deleted or expired under the run.

@@ -24,7 +24,8 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local life = tonumber(ARGV[3])
 
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
 	-- A hand-over this caller confirms instead of taking it as published (it did not
 	-- hear of it, or too late): the run that came with it goes back to the queue.
 	requeueMarks(KEYS[3], KEYS[4], now, life)
@@ -33,17 +34,19 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 
 -- In a run, the waiter's process hands it the lock: it keeps its mark alive and waits
--- while the lock is its process's. When the run ended without it (the hold was lost or
--- deleted), the run goes back to the head of the queue, where it was.
+-- while the lock is its process's.
 local expiry, place = markOf(redis.call('ZSCORE', KEYS[4], ARGV[1]))
-if expiry then
-	local holder = redis.call('GET', KEYS[1])
-	local plen = tonumber(ARGV[5]) or 0
-	if expiry > now and holder and plen > 0 and string.sub(holder, 1, plen) == string.sub(ARGV[1], 1, plen) then
-		mark(KEYS[4], ARGV[1], now + life, place)
-		redis.call('PEXPIRE', KEYS[4], life)
-		return refuse(redis.call('PTTL', KEYS[1]), holder)
-	end
+local plen = tonumber(ARGV[5]) or 0
+if expiry and expiry > now and holder and plen > 0 and string.sub(holder, 1, plen) == string.sub(ARGV[1], 1, plen) then
+	mark(KEYS[4], ARGV[1], now + life, place)
+	redis.call('PEXPIRE', KEYS[4], life)
+	return refuse(redis.call('PTTL', KEYS[1]), holder)
+end
+-- Marks left while the lock is free, or the caller's while another process holds it: the
+-- run's hold ended (its grantee died before it heard of the grant, or the key was lost
+-- or deleted). The run goes back to the head of the queue, where it was, before anyone
+-- queued behind it can take the free lock.
+if expiry or not holder then
 	requeueMarks(KEYS[3], KEYS[4], now, life)
 end
 
@@ -59,7 +62,7 @@ while head do
 	head = redis.call('LINDEX', KEYS[3], 0)
 end
 
-if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
+if not holder and (not head or head == ARGV[1]) then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	if head then
 		redis.call('LPOP', KEYS[3])
@@ -68,7 +71,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
 	return redis.call('INCR', KEYS[2])
 end
 
-local holder = redis.call('GET', KEYS[1])
 local left = redis.call('PTTL', KEYS[1])
 if ARGV[4] == '1' then
 	return refuse(left, holder)

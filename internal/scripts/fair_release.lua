@@ -23,7 +23,9 @@
 --          with the grant, which reserves one fencing token each and names them, in order,
 --          and the grantee's process hands the lock from one to the next itself
 -- ARGV[8..] release only: the caller's run that its process did not hand the lock to,
---          in order; those still in the run go back to the head of the queue, in order
+--          in order; those still in the run go back to the head of the queue, in order.
+--          A waiter that gives up holding the lock never heard of its grant: its whole
+--          run goes back
 --
 -- Reply: 1 released (and handed over if anyone waits) or left; 0 the caller did not hold
 -- the lock (release only).
@@ -44,16 +46,16 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 
--- The rest of the caller's run goes back to the head, ahead of everyone it was ahead of.
--- Every other mark is done with: the caller holds the lock, so the other waiters of its
--- run had it and no longer ask.
-for i = #ARGV, 8, -1 do
-	local expiry = markOf(redis.call('ZSCORE', KEYS[4], ARGV[i]))
-	if expiry and expiry > now then
-		requeue(KEYS[3], KEYS[4], ARGV[i], now + life, life)
-	end
+-- The rest of the caller's run goes back to the head, ahead of everyone it was ahead of:
+-- those its release names; all of it when the caller gives up, since it was handed the
+-- lock without hearing of it. Every other mark is done with: the caller holds the lock,
+-- so the other waiters of its run had it and no longer ask (a free lock with marks left
+-- sends them back before anyone takes it: fair_acquire.lua).
+if ARGV[5] == 'leave' then
+	requeueMarks(KEYS[3], KEYS[4], now, life)
+else
+	requeueRun(KEYS[3], KEYS[4], {unpack(ARGV, 8)}, now, life)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(0')
 
 local head = redis.call('LPOP', KEYS[3])
 while head do

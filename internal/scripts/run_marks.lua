@@ -29,20 +29,34 @@ local function requeue(queue, deadlines, waiter, expiry, life)
 	redis.call('PEXPIRE', queue, life)
 end
 
--- requeueMarks(queue, deadlines, now, life) puts every live mark back at the head of the queue, in run order, and
--- removes the dead ones.
-local function requeueMarks(queue, deadlines, now, life)
-	local scores = redis.call('ZRANGEBYSCORE', deadlines, '-inf', '(0', 'WITHSCORES')
-	local live = {}
-	for i = 1, #scores, 2 do
-		local expiry, place = markOf(scores[i + 1])
-		if expiry > now then
-			live[#live + 1] = {place, scores[i]}
+-- requeueRun(queue, deadlines, run, now, life) puts the waiters of run (a list of tokens, in run order) that
+-- still have a live mark back at the head of the queue, in run order, and removes every mark.
+local function requeueRun(queue, deadlines, run, now, life)
+	for i = #run, 1, -1 do
+		local expiry = markOf(redis.call('ZSCORE', deadlines, run[i]))
+		if expiry and expiry > now then
+			requeue(queue, deadlines, run[i], now + life, life)
 		end
 	end
 	redis.call('ZREMRANGEBYSCORE', deadlines, '-inf', '(0')
-	table.sort(live, function(a, b) return a[1] < b[1] end)
-	for i = #live, 1, -1 do
-		requeue(queue, deadlines, live[i][2], now + life, life)
+end
+
+-- requeueMarks(queue, deadlines, now, life) is requeueRun of every mark, in the order of their places: the
+-- run of a grant that no one in its process heard of.
+local function requeueMarks(queue, deadlines, now, life)
+	local scores = redis.call('ZRANGEBYSCORE', deadlines, '-inf', '(0', 'WITHSCORES')
+	if #scores == 0 then
+		return
 	end
+	local marks = {}
+	for i = 1, #scores, 2 do
+		local _, place = markOf(scores[i + 1])
+		marks[#marks + 1] = {place, scores[i]}
+	end
+	table.sort(marks, function(a, b) return a[1] < b[1] end)
+	local run = {}
+	for i, m in ipairs(marks) do
+		run[i] = m[2]
+	end
+	requeueRun(queue, deadlines, run, now, life)
 end
