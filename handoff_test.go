@@ -525,35 +525,10 @@ func TestHandOffAfterConcurrentShorteningExtend(t *testing.T) {
 	_ = second.Unlock(ctx)
 }
 
-// TestUnlistedLockSkipsTurns: a process that has no standing request for a lock takes it
-// without taking itself off the turns, which hold nothing of it: an uncontended Lock runs
-// no HDEL (mutex_acquire.lua's ARGV[8]).
-func TestUnlistedLockSkipsTurns(t *testing.T) {
-	_, rdb := standalone(t)
-	ctx := ctxTimeout(t, 10*time.Second)
-	c := newClient(t, rdb)
-	for range 5 {
-		l := mustLock(t, c.Mutex("unlisted"), ctx)
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(info, "cmdstat_hdel:") {
-		t.Errorf("uncontended Lock+Unlock ran HDEL:\n%s", info)
-	}
-	if n := rdb.Exists(ctx, "{dlock:unlisted}:turns", "{dlock:unlisted}:asks", "{dlock:unlisted}").Val(); n != 0 {
-		t.Errorf("%d keys of the lock left behind, want 0 (the fencing counter only)", n)
-	}
-}
-
 // TestLostLeaveClearedByNextLock: a process that gave up waiting sends its leave of the
-// turns without waiting for it, so its entry may linger (a lost leave). Its next Lock,
-// though with a fresh standing request, counts as possibly listed and takes the entry off:
-// else the holder's release would grant the lock to a request no one makes.
+// turns without waiting for it, so its entry may linger (a lost leave). Its next
+// acquisition, though with a fresh standing request, takes the entry off: else the
+// holder's release would grant the lock to a request no one makes.
 func TestLostLeaveClearedByNextLock(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 15*time.Second)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,11 +42,8 @@ type Client struct {
 	// while closed is false, so never after Close began to Wait.
 	inflight sync.WaitGroup
 
-	turn turn // how long a release keeps the lock for the process whose turn it is
-	// lastLeave is when this Client last sent a leave of a Mutex's turns (UnixNano), or 0:
-	// the leave is not waited for, so its entry may linger (coordinator.leftRecently).
-	lastLeave atomic.Int64
-	hooks     testHooks // set by tests only, before the Client is used
+	turn  turn      // how long a release keeps the lock for the process whose turn it is
+	hooks testHooks // set by tests only, before the Client is used
 }
 
 // testHooks let tests stop the engine at a point where a race can happen, to drive it on

@@ -139,7 +139,6 @@ func (k *coordinator) leave(ctx context.Context, r *request) {
 // last local waiter has given up. ask is the token of its standing request, or nil.
 func (k *coordinator) leaveTurns(ask any) {
 	t := k.t
-	t.c.lastLeave.Store(time.Now().UnixNano())
 	if ask == nil {
 		ask = noArg
 	}
@@ -147,14 +146,6 @@ func (k *coordinator) leaveTurns(ask any) {
 		mutexRelease(t, ask, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
-}
-
-// leftRecently reports whether this Client sent a leave of some lock's turns recently
-// enough that an entry of its may still be in this lock's turn list (a lost leave): a
-// list lives turnsLife after its last change.
-func (k *coordinator) leftRecently() bool {
-	last := k.t.c.lastLeave.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < k.t.turnsLife
 }
 
 // Before an attempt.
@@ -215,11 +206,6 @@ func (k *coordinator) prepare(r *request) (ask any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[k.t.keys.Lock]
-	// Only attempts with a standing request's token join the turn list: before this
-	// attempt the process is listed only if such a request exists, or if one that it
-	// left may linger (its leave is not waited for). An acquisition skips taking an
-	// unlisted process off the list (mutex_acquire.lua's ARGV[8]).
-	r.listed = (q != nil && q.ask != nil) || k.leftRecently()
 	if q == nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ func (mutexScheme) kind() string { return KindMutex }
 func (mutexScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
 	call.Keys, call.KeyArgs = t.mutexKeys, t.mutexKeyArgs
-	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg, flagArg(r.listed)}
+	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg}
 }
 
 func (mutexScheme) release(t *Target, token any, publish string, call *batch.Call) {

@@ -24,14 +24,13 @@ type Target struct {
 	parts []*Target
 
 	// Script arguments that do not change between calls, made (and boxed) once.
-	ttlArg           any           // cfg.TTL in milliseconds
-	turnsLife        time.Duration // Mutex: how long a turn list outlives its last change
-	turnsLifeArg     any           // turnsLife in milliseconds
-	turnIDArg        any           // Mutex: turnID()
-	channelArg       any           // keys.Channel
-	mutexKeys        []string      // Mutex acquire: lock, fence, turns, asks; read-only
-	mutexReleaseKeys []string      // Mutex release: lock, turns, fence, asks; read-only
-	lockKeys         []string      // the lock key alone (Mutex extend); read-only
+	ttlArg           any      // cfg.TTL in milliseconds
+	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
+	turnIDArg        any      // Mutex: turnID()
+	channelArg       any      // keys.Channel
+	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
+	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
+	lockKeys         []string // the lock key alone (Mutex extend); read-only
 
 	// The same keys boxed for go-redis (batch.Call.KeyArgs), so that a call does not box
 	// them again.
@@ -46,8 +45,7 @@ func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *
 	}
 	t.ttlArg = ms(t.cfg.TTL.Milliseconds())
 	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
-	t.turnsLife = max(3*t.cfg.TTL, time.Minute)
-	t.turnsLifeArg = ms(t.turnsLife.Milliseconds())
+	t.turnsLifeArg = ms(max(3*t.cfg.TTL, time.Minute).Milliseconds())
 	t.turnIDArg = t.coord.turnID()
 	t.channelArg = t.keys.Channel
 	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}

@@ -21,10 +21,6 @@
 -- ARGV[5]  "1" to join the turn list when refused (Lock), "0" not to (TryLock)
 -- ARGV[6]  how long the turn list and the asks live after their last change, in ms
 -- ARGV[7]  how long a standing request lives unless the next attempt refreshes it, in ms
--- ARGV[8]  "0" when the caller's process has no standing request here (its first attempt
---          with a fresh token, or a TryLock while none of its goroutines waits): an
---          acquisition then skips taking it off the turns (HDEL), a command that would
---          find nothing; absent or anything else: it may be listed
 --
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
@@ -49,7 +45,7 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	if me ~= '' and ARGV[8] ~= '0' and redis.call('HDEL', KEYS[4], me) == 1 then
+	if me ~= '' and redis.call('HDEL', KEYS[4], me) == 1 then
 		redis.call('LREM', KEYS[3], 0, me)
 	end
 	return fence

@@ -47,16 +47,13 @@ type turnArgs struct {
 	reserve int64
 	me      string // "" for no turns
 	try     bool
-	// unlisted: the caller's process has no standing request (ARGV[8] "0"), so an
-	// acquisition does not take it off the turns.
-	unlisted bool
 }
 
 func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
 func acquireAs(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, a turnArgs) (int64, error) {
 	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence, k.Turns, k.Asks},
-		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000, flag(!a.unlisted)).Int64()
+		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000).Int64()
 }
 
 func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
@@ -470,37 +467,6 @@ func TestMutexTurns(t *testing.T) {
 	must(t, got, err, 1)
 	message("released")
 	wantList("p9")
-}
-
-// TestMutexAcquireUnlisted: an acquisition by a process that says it has no standing
-// request leaves the turns as they are (it skips the HDEL); one that may be listed takes
-// itself off them.
-func TestMutexAcquireUnlisted(t *testing.T) {
-	t.Parallel()
-	rdb := redistest.Start(t).Client(t)
-	for _, c := range []struct {
-		unlisted bool
-		want     int64 // entries of p1 left in the asks
-	}{{unlisted: true, want: 1}, {unlisted: false, want: 0}} {
-		k := keys(t, fmt.Sprintf("unlisted-%v", c.unlisted))
-		got, err := acquireAs(rdb, k, tokenA, time.Minute, turnArgs{reserve: 1, me: "p0"})
-		must(t, got, err, 1)
-		p1 := turnArgs{reserve: 1, me: "p1"}
-		if got, err := acquireAs(rdb, k, tokenB, time.Minute, p1); err != nil || got >= 0 {
-			t.Fatalf("acquire of a held lock = %d, %v; want a refusal", got, err)
-		}
-		// p0's lock expires (deleted here), and p1 takes it with another token.
-		rdb.Del(ctx, k.Lock)
-		p1.unlisted = c.unlisted
-		got, err = acquireAs(rdb, k, "cccccccccccccccccccccccccccccccc", time.Minute, p1)
-		must(t, got, err, 2)
-		if n := rdb.HLen(ctx, k.Asks).Val(); n != c.want {
-			t.Fatalf("unlisted %v: %d standing requests left, want %d", c.unlisted, n, c.want)
-		}
-		if n := rdb.LLen(ctx, k.Turns).Val(); n != c.want {
-			t.Fatalf("unlisted %v: turn list of %d, want %d", c.unlisted, n, c.want)
-		}
-	}
 }
 
 func TestMutexRelease(t *testing.T) {
