@@ -181,14 +181,9 @@ func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bo
 
 // raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
 // a node that misses it is raised by the next acquisition anyway. With no node to raise
-// (the nodes are in step, the uncontended case) it sends nothing: sendAll's nil means
-// every node, and a raise of every node per Lock was a script per node for nothing,
-// which also queued each node's Unlock behind it.
+// (the nodes are in step, the uncontended case) it sends nothing.
 func raiseAbandoned(t *Target, nodes []int, fence string) {
-	if len(nodes) == 0 {
-		return
-	}
-	sendAll(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
+	sendTo(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
 		call.Script = scripts.FenceRaise
 		call.Keys = fenceKeys(t)
 		call.Args = []any{fence}

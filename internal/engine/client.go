@@ -26,6 +26,7 @@ type Client struct {
 	id    string // this Client's id in Mutex turn lists: random, one per process and Client
 
 	batchers []*batch.Batcher // one per node, in the order of nodes
+	allNodes []int            // the index of every node, for sendEvery; read-only
 	sched    *renew.Scheduler
 
 	mu          sync.Mutex
@@ -68,8 +69,9 @@ func NewClient(rdbs []redis.UniversalClient, batchers []*batch.Batcher, cfg Clie
 		holds:    make(map[*Hold]struct{}),
 		done:     make(chan struct{}),
 	}
-	for _, rdb := range rdbs {
+	for i, rdb := range rdbs {
 		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger, cfg.Observers))
+		c.allNodes = append(c.allNodes, i)
 	}
 	c.sched = renew.New(func(due []*renew.Entry) { renewBatch(c, due) }, expire)
 	return c

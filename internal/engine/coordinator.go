@@ -142,7 +142,7 @@ func (k *coordinator) leaveTurns(ask any) {
 	if ask == nil {
 		ask = noArg
 	}
-	sendAll(t.c, nil, t.c.turn.length, func(call *batch.Call) bool {
+	sendEvery(t.c, t.c.turn.length, func(call *batch.Call) bool {
 		mutexRelease(t, ask, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})

@@ -128,7 +128,7 @@ func (r *request) tryOnce(ctx context.Context) (*Lease, error) {
 // node misses expires by itself.
 func (r *request) leaveQueue() {
 	t := r.t
-	sendAll(t.c, nil, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
+	sendEvery(t.c, time.Duration(waiterTTL)*time.Millisecond, func(call *batch.Call) bool {
 		return t.scheme.leave(t, r, call)
 	})
 }

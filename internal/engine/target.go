@@ -75,7 +75,7 @@ func (t *Target) releaseAbandoned(token any, wake bool) {
 	if t.parts != nil {
 		return
 	}
-	sendAll(t.c, nil, t.cfg.TTL, func(call *batch.Call) bool {
+	sendEvery(t.c, t.cfg.TTL, func(call *batch.Call) bool {
 		publish := ""
 		if wake {
 			publish = t.c.nodes[call.Node].PublishCommand()

@@ -333,17 +333,18 @@ func (v *votes) problems(c *Client) []Failure {
 	return out
 }
 
-// sendAll sends one call to each node (or those listed in only) and does not wait for the
-// replies, nor on a node whose queue is full: it is for what expiry makes good if it is
-// lost (undoing an attempt, leaving a wait list, raising a counter). prepare fills in a
-// call and may decline a node by returning false.
-func sendAll(c *Client, only []int, life time.Duration, prepare func(call *batch.Call) bool) {
-	nodes := only
-	if nodes == nil {
-		nodes = make([]int, len(c.nodes))
-		for i := range nodes {
-			nodes[i] = i
-		}
+// sendEvery sends one call to every node (sendTo).
+func sendEvery(c *Client, life time.Duration, prepare func(call *batch.Call) bool) {
+	sendTo(c, c.allNodes, life, prepare)
+}
+
+// sendTo sends one call to each of the given nodes (none if the list is empty) and does
+// not wait for the replies, nor on a node whose queue is full: it is for what expiry
+// makes good if it is lost (undoing an attempt, leaving a wait list, raising a counter).
+// prepare fills in a call and may decline a node by returning false.
+func sendTo(c *Client, nodes []int, life time.Duration, prepare func(call *batch.Call) bool) {
+	if len(nodes) == 0 {
+		return
 	}
 	replies := make(chan *batch.Call, len(nodes))
 	deadline := time.Now().Add(life)
