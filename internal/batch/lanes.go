@@ -176,8 +176,8 @@ func (b *lanes) work(calls chan *Call) {
 	rt := newRoundTrip()
 	defer func() { rt.timer.Stop() }()
 	for {
-		// A sealed lane drains (drain), whatever is queued: its rule about a silent
-		// server applies to every call queued before Stop.
+		// A sealed lane goes to drain, whatever is queued, so that its time bound
+		// covers every call queued before Stop.
 		select {
 		case <-b.sealed:
 			b.drain(&rt, calls)
