@@ -120,13 +120,12 @@ func (b *lanes) stop() {
 	})
 	b.wg.Wait()
 	for _, calls := range b.lanes {
-		answerAll(take(calls, cap(calls)), ErrStopped)
+		answerAll(take(nil, calls, cap(calls)), ErrStopped)
 	}
 }
 
-// take returns up to n calls that are queued in calls now, without waiting.
-func take(calls chan *Call, n int) []*Call {
-	var batch []*Call
+// take appends to batch the calls queued in calls now, without waiting, until batch has n.
+func take(batch []*Call, calls chan *Call, n int) []*Call {
 	for len(batch) < n {
 		select {
 		case c := <-calls:
@@ -176,8 +175,8 @@ func (b *lanes) work(calls chan *Call) {
 	rt := newRoundTrip()
 	defer func() { rt.timer.Stop() }()
 	for {
-		// A sealed lane drains (drain), whatever is queued: its rule about a silent
-		// server applies to every call queued before Stop.
+		// A sealed lane goes to drain, whatever is queued, so that its time bound
+		// covers every call queued before Stop.
 		select {
 		case <-b.sealed:
 			b.drain(&rt, calls)
@@ -191,15 +190,7 @@ func (b *lanes) work(calls chan *Call) {
 			b.drain(&rt, calls)
 			return
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case c := <-calls:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
+		batch = take(batch, calls, maxBatch)
 		b.exec(&rt, batch, time.Time{})
 		clear(batch)
 	}
@@ -217,13 +208,13 @@ const drainTime = time.Second
 func (b *lanes) drain(rtp **roundTrip, calls chan *Call) {
 	by := time.Now().Add(drainTime)
 	for {
-		batch := take(calls, maxBatch)
+		batch := take(nil, calls, maxBatch)
 		if len(batch) == 0 {
 			return
 		}
 		if !time.Now().Before(by) {
 			answerAll(batch, ErrStopped)
-			answerAll(take(calls, cap(calls)), ErrStopped)
+			answerAll(take(nil, calls, cap(calls)), ErrStopped)
 			return
 		}
 		b.exec(rtp, batch, by)
