@@ -43,7 +43,10 @@
 // holder of that token can extend or release the lock. A Lease may be unlocked from any
 // goroutine. Re-entry is by context, not by goroutine: a Lock whose ctx carries a live
 // lease of the same lock (a lease's Context or a context derived from one) returns at
-// once with a lease that shares the hold.
+// once with a lease that shares the hold. A Lock whose ctx carries a live lease of the
+// same Client that holds the name by another kind of lock (a Mutex, FairMutex,
+// TimestampMutex, MultiMutex or RWMutex write lease) returns an error at once instead of
+// waiting for itself, except an RWMutex RLock under its write lease, which downgrades.
 //
 // Fencing: Token is strictly greater than the token of every earlier acquisition of the
 // same name, across processes and client restarts. Give it to the storage you protect and

@@ -134,8 +134,8 @@ func (m *Multi) Err() error { return m.t.err }
 // Name is the names, joined by commas in the order given.
 func (m *Multi) Name() string { return m.t.name }
 
-// carried returns one of m's names that a live lease of m's Client in ctx holds (a Mutex,
-// a FairMutex, an RWMutex writer or a MultiMutex; they share the lock key).
+// carried returns one of m's names that a live lease of m's Client in ctx holds alone
+// (exclusiveKeys).
 func (m *Multi) carried(ctx context.Context) (string, bool) {
 	s := m.t.scheme.(*multiScheme)
 	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
@@ -144,14 +144,7 @@ func (m *Multi) carried(ctx context.Context) (string, bool) {
 		if h.c != m.t.c || chain.lease.Err() != nil {
 			continue
 		}
-		var held []string
-		switch hs := h.t.scheme.(type) {
-		case *multiScheme:
-			held = hs.lockKeys
-		case mutexScheme, fairScheme, writeScheme:
-			held = []string{h.t.keys.Lock}
-		}
-		for _, key := range held {
+		for _, key := range exclusiveKeys(h) {
 			if i := slices.Index(s.lockKeys, key); i >= 0 {
 				return s.names[i], true
 			}

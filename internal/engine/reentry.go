@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -19,14 +21,45 @@ type leaseChain struct {
 
 // heldIn returns the live hold of (c, kind, lock key) that ctx carries, or nil.
 func heldIn(ctx context.Context, c *Client, kind, lockKey string) *Hold {
+	same, _ := carried(ctx, c, kind, lockKey)
+	return same
+}
+
+// carried returns the live holds of c that ctx carries on lockKey: same, of kind (the
+// hold a re-entrant Lock joins), or else other, of another kind that holds lockKey alone
+// (a Lock of kind would wait for other to end, which it cannot while its caller waits).
+func carried(ctx context.Context, c *Client, kind, lockKey string) (same, other *Hold) {
 	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
 	for ; chain != nil; chain = chain.parent {
 		h := chain.lease.h
-		if h.c == c && h.t.scheme.kind() == kind && h.t.keys.Lock == lockKey && chain.lease.Err() == nil {
-			return h
+		switch {
+		case h.c != c || chain.lease.Err() != nil:
+		case h.t.scheme.kind() == kind && h.t.keys.Lock == lockKey:
+			return h, nil
+		case other == nil && slices.Contains(exclusiveKeys(h), lockKey):
+			other = h
 		}
 	}
+	return nil, other
+}
+
+// exclusiveKeys are the lock keys h holds alone: a Mutex, FairMutex, RWMutex writer,
+// TimestampMutex or MultiMutex of any of these names waits until h ends. A reader or a
+// semaphore permit holds none: it shares its key.
+func exclusiveKeys(h *Hold) []string {
+	switch s := h.t.scheme.(type) {
+	case *multiScheme:
+		return s.lockKeys
+	case mutexScheme, fairScheme, writeScheme, stampScheme:
+		return h.t.lockKeys
+	}
 	return nil
+}
+
+// selfWait is the error of a Lock of t whose ctx carries other, which holds t's lock key.
+func selfWait(t *Target, other *Hold) error {
+	return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: unlock that lease first, or lock with a context that does not carry it",
+		t.name, other.t.scheme.kind(), t.scheme.kind())
 }
 
 // withLease returns base carrying l in front of the leases that parent carries.

@@ -51,10 +51,12 @@ func (r *request) lock(ctx context.Context) (*Lease, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if t.policy.reentrant {
-		if h := heldIn(ctx, c, t.scheme.kind(), t.keys.Lock); h != nil {
-			return newInnerLease(h, ctx), nil
-		}
+	same, other := carried(ctx, c, t.scheme.kind(), t.keys.Lock)
+	switch {
+	case same != nil && t.policy.reentrant:
+		return newInnerLease(same, ctx), nil
+	case other != nil && !r.try && !r.downgrades(other):
+		return nil, selfWait(t, other)
 	}
 	if c.observed() {
 		return r.observedLock(ctx)
