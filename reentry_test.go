@@ -33,19 +33,25 @@ var lockKinds = []struct {
 	{dlock.KindMulti, func(c *dlock.Client, name string, ctx context.Context) (*dlock.Lease, error) {
 		return c.MultiMutex([]string{name, name + ":other"}).Lock(ctx)
 	}},
+	{dlock.KindSemaphore, func(c *dlock.Client, name string, ctx context.Context) (*dlock.Lease, error) {
+		return c.Semaphore(name, 2).Acquire(ctx, 1)
+	}},
 }
 
 // TestLockOfAnotherKindHeldInCtxRefused: a Lock whose ctx carries a live lease of the same
 // Client that holds the name alone, by another kind of lock, would wait for itself; it
 // returns an error at once and leaves the lease held. A lease of the same kind is
-// re-entered, and a write lease gives way to a read lock (downgrade).
+// re-entered, and a write lease gives way to a read lock (downgrade). Kinds that fail at
+// once on a key of another kind (a Semaphore, a TimestampMutex that does not queue behind
+// the lease in this process) keep their own errors, and a MultiMutex TryLock is refused
+// as not acquired.
 func TestLockOfAnotherKindHeldInCtxRefused(t *testing.T) {
 	t.Parallel()
 	_, rdb := standalone(t)
 	c := newClient(t, rdb)
 	ctx := ctxTimeout(t, 60*time.Second)
 	for _, held := range lockKinds {
-		if held.kind == dlock.KindRead { // a reader shares the name: it holds nothing alone
+		if held.kind == dlock.KindRead || held.kind == dlock.KindSemaphore { // they hold nothing alone
 			continue
 		}
 		for _, next := range lockKinds {
@@ -71,6 +77,14 @@ func TestLockOfAnotherKindHeldInCtxRefused(t *testing.T) {
 						t.Fatalf("downgrade = %v", err)
 					}
 					_ = inner.Unlock(ctx)
+				case next.kind == dlock.KindSemaphore:
+					if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+						t.Fatalf("Acquire = %v, want the key's wrong type", err)
+					}
+				case next.kind == dlock.KindTimestamp && (held.kind == dlock.KindFair || held.kind == dlock.KindMulti):
+					if !errors.Is(err, dlock.ErrNotTimestamp) {
+						t.Fatalf("Lock = %v, want ErrNotTimestamp", err)
+					}
 				default:
 					if err == nil {
 						_ = inner.Unlock(ctx)
@@ -78,6 +92,12 @@ func TestLockOfAnotherKindHeldInCtxRefused(t *testing.T) {
 					}
 					if errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "would wait for itself") {
 						t.Fatalf("Lock = %v, want the would-wait-for-itself error", err)
+					}
+					if next.kind == dlock.KindMulti {
+						m := c.MultiMutex([]string{name, name + ":other"})
+						if _, err := m.TryLock(lockCtx); !errors.Is(err, dlock.ErrNotAcquired) {
+							t.Fatalf("MultiMutex.TryLock = %v, want ErrNotAcquired", err)
+						}
 					}
 				}
 				if waited := time.Since(start); waited > 2*time.Second {

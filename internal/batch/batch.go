@@ -165,8 +165,9 @@ func (b *Batcher) SendAll(calls []*Call) {
 // Stop refuses new calls and shuts the batcher down: it finishes the pipelines in flight
 // (go-redis' read timeout bounds them), sends the calls queued before it for up to a
 // second more (drainTime), answers those it could not send by then with ErrStopped, and
-// returns once every goroutine of the batcher has exited. Stop may be called more than
-// once, also concurrently.
+// returns once every goroutine of the batcher has exited. A server that let a round trip
+// outlast its calls' deadline is sent nothing more: the calls queued for it are answered
+// with ErrStopped at once. Stop may be called more than once, also concurrently.
 func (b *Batcher) Stop() {
 	if b.a != nil {
 		b.a.stop()

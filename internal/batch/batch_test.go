@@ -488,68 +488,94 @@ func waitStopping(t *testing.T, b *Batcher) {
 	}
 }
 
-// TestStopDrainIsBounded: Stop lets the round trip in flight finish and sends the calls
-// queued behind it, but a server that does not answer (paused) holds it up for drainTime
-// at most: the calls still queued then are answered with ErrStopped, unsent; and calls
-// after Stop are refused.
+// TestStopDrainIsBounded: a server that does not answer (paused) holds Stop up no longer
+// than its round trips, which ReadTimeout ends (not the context): once a round trip has
+// outlasted its deadline, the in-flight one included, nothing more is sent to it, and the
+// calls still queued are answered with ErrStopped, unsent. Calls after Stop are refused.
 func TestStopDrainIsBounded(t *testing.T) {
 	t.Parallel()
-	started := make(chan string, 16)
-	srv, rdb, cnt := start(t, func(o *redis.Options) {
-		o.MaxRetries = -1
-		o.ReadTimeout = 4 * drainTime // the drain's bound ends its round trip first
-	})
-	cnt.started = started
-	b := goredis(rdb, 1)
+	const readTimeout = 2 * drainTime
+	for _, tc := range []struct {
+		name string
+		// inFlightDeadline is the deadline of the call in flight when Stop comes; zero:
+		// none, so its round trip cannot overrun it and the drain sends one round trip
+		// (tried), which overruns the drain's bound.
+		inFlightDeadline time.Duration
+		tried            int
+		// within bounds Stop, from the in-flight call's start: its round trip, and the
+		// drain's if it sends one. Sending after an overrun would take another readTimeout.
+		within time.Duration
+	}{
+		{"in-flight round trip overran", 300 * time.Millisecond, 0, readTimeout + drainTime/2},
+		{"drain's round trip overran", 0, maxBatch, 2*readTimeout + drainTime/2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			started := make(chan string, 16)
+			srv, rdb, cnt := start(t, func(o *redis.Options) {
+				o.MaxRetries = -1
+				o.ReadTimeout = readTimeout
+			})
+			cnt.started = started
+			b := goredis(rdb, 1)
 
-	srv.Pause(t)
-	defer srv.Resume(t)
-	inFlight := make(chan *Call, 1)
-	b.Send(&Call{Script: incr, Keys: []string{"inflight"}, Args: []any{1}, Done: inFlight, Deadline: time.Now().Add(300 * time.Millisecond)})
-	select {
-	case <-started: // the worker is in the round trip
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first call never started")
-	}
-	tried := make(chan *Call, maxBatch)
-	for range maxBatch { // the drain's first round trip, which ends at its bound
-		b.Send(&Call{Script: incr, Keys: []string{"tried"}, Args: []any{1}, Done: tried})
-	}
-	queued := make(chan *Call, 3)
-	for i := range 3 {
-		if !b.Send(&Call{Script: incr, Keys: []string{"queued"}, Args: []any{i}, Done: queued}) {
-			t.Fatal("Send = false before Stop")
-		}
-	}
-	stopped := make(chan struct{})
-	go func() { b.Stop(); close(stopped) }()
+			srv.Pause(t)
+			defer srv.Resume(t)
+			inFlight := make(chan *Call, 1)
+			call := &Call{Script: incr, Keys: []string{"inflight"}, Args: []any{1}, Done: inFlight}
+			if tc.inFlightDeadline > 0 {
+				call.Deadline = time.Now().Add(tc.inFlightDeadline)
+			}
+			begun := time.Now()
+			b.Send(call)
+			select {
+			case <-started: // the worker is in the round trip
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first call never started")
+			}
+			tried := make(chan *Call, maxBatch)
+			for range tc.tried {
+				b.Send(&Call{Script: incr, Keys: []string{"tried"}, Args: []any{1}, Done: tried})
+			}
+			queued := make(chan *Call, 3)
+			for i := range 3 {
+				if !b.Send(&Call{Script: incr, Keys: []string{"queued"}, Args: []any{i}, Done: queued}) {
+					t.Fatal("Send = false before Stop")
+				}
+			}
+			stopped := make(chan struct{})
+			go func() { b.Stop(); close(stopped) }()
 
-	c := wait(t, inFlight, 20*time.Second) // times out on the paused server
-	if c.Err == nil {
-		t.Fatalf("call to a paused server succeeded: %d", c.Val)
-	}
-	select {
-	case <-stopped:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Stop did not return")
-	}
-	for range maxBatch {
-		if c := wait(t, tried, time.Second); c.Err == nil || errors.Is(c.Err, ErrStopped) {
-			t.Fatalf("a call of the drain's first round trip: %d, %v; want its timeout", c.Val, c.Err)
-		}
-	}
-	for range 3 {
-		if c := wait(t, queued, time.Second); !errors.Is(c.Err, ErrStopped) {
-			t.Fatalf("queued call: %d, %v; want ErrStopped", c.Val, c.Err)
-		}
-	}
-	if b.Send(&Call{Script: incr, Done: make(chan *Call, 1)}) {
-		t.Fatal("Send after Stop = true")
-	}
-	b.Stop() // idempotent
-	srv.Resume(t)
-	if n := rdb.Exists(ctx, "queued").Val(); n != 0 {
-		t.Fatal("a call failed with ErrStopped ran in Redis")
+			if c := wait(t, inFlight, 20*time.Second); c.Err == nil {
+				t.Fatalf("call to a paused server succeeded: %d", c.Val)
+			}
+			select {
+			case <-stopped:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Stop did not return")
+			}
+			if took := time.Since(begun); took > tc.within {
+				t.Errorf("Stop returned %v after the in-flight call began; want under %v (ReadTimeout %v)", took, tc.within, readTimeout)
+			}
+			for range tc.tried {
+				if c := wait(t, tried, time.Second); c.Err == nil || errors.Is(c.Err, ErrStopped) {
+					t.Fatalf("a call of the drain's round trip: %d, %v; want its timeout", c.Val, c.Err)
+				}
+			}
+			for range 3 {
+				if c := wait(t, queued, time.Second); !errors.Is(c.Err, ErrStopped) {
+					t.Fatalf("queued call: %d, %v; want ErrStopped", c.Val, c.Err)
+				}
+			}
+			if b.Send(&Call{Script: incr, Done: make(chan *Call, 1)}) {
+				t.Fatal("Send after Stop = true")
+			}
+			b.Stop() // idempotent
+			srv.Resume(t)
+			if n := rdb.Exists(ctx, "queued").Val(); n != 0 {
+				t.Fatal("a call failed with ErrStopped ran in Redis")
+			}
+		})
 	}
 }
 

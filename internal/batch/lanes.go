@@ -174,58 +174,66 @@ func (b *lanes) work(calls chan *Call) {
 	batch := make([]*Call, 0, maxBatch)
 	rt := newRoundTrip()
 	defer func() { rt.timer.Stop() }()
+	overran := false // the last round trip outlasted its deadline
 	for {
-		// A sealed lane goes to drain, whatever is queued, so that its time bound
-		// covers every call queued before Stop.
-		select {
-		case <-b.sealed:
-			b.drain(&rt, calls)
-			return
-		default:
-		}
 		select {
 		case c := <-calls:
 			batch = append(batch[:0], c)
 		case <-b.sealed:
-			b.drain(&rt, calls)
+			b.drain(&rt, calls, batch[:0], overran)
 			return
 		}
 		batch = take(batch, calls, maxBatch)
-		b.exec(&rt, batch, time.Time{})
+		// A batch taken once Stop sealed the lane is the drain's, under its bound: the
+		// select above may take a call although sealed is closed too.
+		select {
+		case <-b.sealed:
+			b.drain(&rt, calls, batch, overran)
+			return
+		default:
+		}
+		overran = b.exec(&rt, batch, time.Time{})
 		clear(batch)
 	}
 }
 
 // drainTime bounds how long Stop goes on sending the calls queued before it, once the
-// round trip in flight is over: time for a few round trips to a live server, and all that
-// a silent one (down, paused) holds up a Client's Close for.
+// round trip in flight is over: time for a few round trips to a live server.
 const drainTime = time.Second
 
-// drain sends the calls still queued when Stop sealed the lane, as work would, for up to
-// drainTime: a call accepted before Stop, such as the release of an acquisition that
-// landed during a Client's Close, is sent. The round trips end by then; the calls still
-// queued then are answered with ErrStopped, unsent.
-func (b *lanes) drain(rtp **roundTrip, calls chan *Call) {
+// drain sends batch and the calls still queued when Stop sealed the lane, as work would,
+// for up to drainTime: a call accepted before Stop, such as the release of an acquisition
+// that landed during a Client's Close, is sent. A server that does not answer (down,
+// paused) must not hold Stop up: once a round trip has outlasted its deadline (overran),
+// the in-flight one included, and once drainTime has passed, the calls still queued are
+// answered with ErrStopped, unsent. The context does not end a read on the socket (go-redis
+// leaves that to ReadTimeout unless ContextTimeoutEnabled), so the round trip that overran
+// ends by ReadTimeout, and nothing is sent after it.
+func (b *lanes) drain(rtp **roundTrip, calls chan *Call, batch []*Call, overran bool) {
 	by := time.Now().Add(drainTime)
 	for {
-		batch := take(nil, calls, maxBatch)
+		batch = take(batch, calls, maxBatch)
 		if len(batch) == 0 {
 			return
 		}
-		if !time.Now().Before(by) {
+		if overran || !time.Now().Before(by) {
 			answerAll(batch, ErrStopped)
 			answerAll(take(nil, calls, cap(calls)), ErrStopped)
 			return
 		}
-		b.exec(rtp, batch, by)
+		overran = b.exec(rtp, batch, by)
+		clear(batch)
+		batch = batch[:0]
 	}
 }
 
 // exec runs the batch: one call on its own (EVALSHA with EVAL fallback), several in one
 // pipeline. Calls whose deadline has passed are answered without being sent. The round
 // trip's context has the values of its calls' caller, if they have one (sharedValues),
-// and ends by limit, unless zero.
-func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) {
+// and ends by limit, unless zero. exec reports whether the round trip outlasted that
+// context (the server did not answer in time); it cannot tell for calls without a
+// deadline and without a limit.
+func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) (overran bool) {
 	rt := *rtp
 	live, _ := dropExpired(batch, time.Now(), 0)
 	if len(live) == 0 {
@@ -241,6 +249,7 @@ func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) {
 		ctx = rt.start(d, values)
 		defer func() {
 			if !rt.end() {
+				overran = true
 				*rtp = newRoundTrip()
 			}
 		}()
@@ -262,6 +271,7 @@ func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) {
 		return
 	}
 	runPipeline(ctx, b.rdb, &b.seen, live)
+	return
 }
 
 // pipeline runs calls in one pipeline on rdb and sends each on its Done channel. Calls that

@@ -7,13 +7,16 @@ import (
 	"time"
 )
 
-// A round trip's context ends at the latest deadline of its calls. go-redis bounds every
-// dial, write and read of the round trip by it, and its retries (MaxRetries, and the
-// pool's redials) stop when it ends, so that they cannot send a call after every caller
-// stopped waiting for it: an acquisition that its caller gave up and undid would
-// otherwise land after the undo (seen with a server cut off for 250ms: the pool redialled
-// every 100ms and sent it once the server was back), and keep the lock out of reach on
-// that node for a whole TTL.
+// A round trip's context ends at the latest deadline of its calls. go-redis's dials,
+// its wait for a pooled connection and its retries (MaxRetries, and the pool's redials)
+// stop when it ends, so that they cannot send a call after every caller stopped waiting
+// for it: an acquisition that its caller gave up and undid would otherwise land after the
+// undo (seen with a server cut off for 250ms: the pool redialled every 100ms and sent it
+// once the server was back), and keep the lock out of reach on that node for a whole
+// TTL. A write or read under way on the socket is bounded by WriteTimeout and ReadTimeout
+// alone (go-redis applies the context to them only with ContextTimeoutEnabled): a round
+// trip to a server that does not answer outlasts its context, and the lane's exec reports
+// that it did (Stop's drain gives up on the server then).
 
 // A round trip's context also has the values of its callers' context (Call.Values), so
 // that go-redis's hooks see them: a tracing hook (redisotel) finds the caller's span there

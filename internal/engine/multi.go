@@ -118,10 +118,14 @@ func slotParts(c *Client, names []namedKeys) [][]namedKeys {
 
 // Lock acquires every name: one attempt if try is set, else waiting until ctx is done. A
 // MultiMutex is not re-entrant: a ctx that carries a live lease of the same Client on one
-// of its names is an error, since the Lock would wait for itself.
+// of its names is an error, since the Lock would wait for itself; for a try, one that
+// wraps ErrNotAcquired, as the name is held.
 func (m *Multi) Lock(ctx context.Context, try bool) (*Lease, error) {
 	if m.t.err == nil {
 		if name, ok := m.carried(ctx); ok {
+			if try {
+				return nil, fmt.Errorf("dlock: MultiMutex %q: %w: ctx carries a live lease on %q from this Client, and a MultiMutex is not re-entrant", m.t.name, ErrNotAcquired, name)
+			}
 			return nil, fmt.Errorf("dlock: MultiMutex %q: ctx carries a live lease on %q from this Client: a MultiMutex is not re-entrant, and this Lock would wait for itself; unlock that lease first, or lock with a context that does not carry it", m.t.name, name)
 		}
 	}

@@ -56,6 +56,23 @@ func exclusiveKeys(h *Hold) []string {
 	return nil
 }
 
+// waitsFor reports whether a Lock of r would wait for other, a hold of another kind on
+// r's lock key (carried). A Semaphore finds that key of another type, and a
+// TimestampMutex finds that it holds no deadline (ErrNotTimestamp): both fail at once,
+// unless the TimestampMutex queues behind other in this process first (the local queue is
+// by lock key: coordinator.go). An RLock under its RWMutex's write lease downgrades.
+func (r *request) waitsFor(other *Hold) bool {
+	switch r.t.scheme.kind() {
+	case KindSemaphore:
+		return false
+	case KindTimestamp:
+		return other.t.coord != nil
+	case KindRead:
+		return other.t.scheme.kind() != KindWrite
+	}
+	return true
+}
+
 // selfWait is the error of a Lock of t whose ctx carries other, which holds t's lock key.
 func selfWait(t *Target, other *Hold) error {
 	return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: unlock that lease first, or lock with a context that does not carry it",

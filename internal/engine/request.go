@@ -55,7 +55,7 @@ func (r *request) lock(ctx context.Context) (*Lease, error) {
 	switch {
 	case same != nil && t.policy.reentrant:
 		return newInnerLease(same, ctx), nil
-	case other != nil && !r.try && !r.downgrades(other):
+	case other != nil && !r.try && r.waitsFor(other):
 		return nil, selfWait(t, other)
 	}
 	if c.observed() {

@@ -31,12 +31,6 @@ func (rw *RW) RLock(ctx context.Context, try bool) (*Lease, error) {
 	return r.lock(ctx)
 }
 
-// downgrades reports whether r is a read lock that other, the write lock of the same
-// name, gives way to (RLock).
-func (r *request) downgrades(other *Hold) bool {
-	return r.t.scheme.kind() == KindRead && other.t.scheme.kind() == KindWrite
-}
-
 // Lock takes the write lock: one attempt if try is set. With the context of a read lease
 // of the same lock it is refused (upgrade).
 func (rw *RW) Lock(ctx context.Context, try bool) (*Lease, error) {
