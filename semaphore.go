@@ -30,7 +30,10 @@ func (c *Client) Semaphore(name string, size int64, opts ...LockOption) *Semapho
 }
 
 // Acquire takes n permits, waiting in order until they are free or ctx is done. The lease
-// holds all n; Unlock returns them. n must be between 1 and the size.
+// holds all n; Unlock returns them. n must be between 1 and the size. A Semaphore is not
+// re-entrant: an Acquire whose ctx carries live leases of the same Client on this
+// semaphore returns an error at once if their permits and n exceed the size, since it
+// would wait for itself.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Lease, error) {
 	return s.acquire(ctx, n, false)
 }

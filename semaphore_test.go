@@ -1,6 +1,7 @@
 package dlock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -160,4 +161,54 @@ func TestSemaphoreBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSemaphoreAcquireBeyondCarriedPermitsRefused: a Semaphore is not re-entrant, so an
+// Acquire whose ctx carries live leases of the same Client on permits that, with the ones
+// it asks for, exceed the size would wait for itself: it returns an error at once. Leases
+// that leave room, ended leases and another Client's leases do not count; a try fails as
+// it would for anyone's lease.
+func TestSemaphoreAcquireBeyondCarriedPermitsRefused(t *testing.T) {
+	t.Parallel()
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 30*time.Second)
+	sem := c.Semaphore("nested", 3)
+	outer, err := sem.Acquire(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := sem.Acquire(outer.Context(), 1) // 2 + 1 fit
+	if err != nil {
+		t.Fatalf("Acquire within the size under a lease: %v", err)
+	}
+	lockCtx, cancel := context.WithTimeout(inner.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := sem.Acquire(lockCtx, 1); err == nil || !strings.Contains(err.Error(), "would wait for itself") {
+		t.Fatalf("Acquire beyond the size under its own leases = %v, want the would-wait-for-itself error", err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("the refusal took %v", waited)
+	}
+	if _, err := sem.TryAcquire(lockCtx, 1); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire beyond the size under its own leases = %v, want ErrNotAcquired", err)
+	}
+	if outer.Err() != nil || inner.Err() != nil {
+		t.Fatalf("a carried lease ended: %v, %v", outer.Err(), inner.Err())
+	}
+	// Another Client's Acquire with the same ctx waits like anyone's: here until lockCtx ends.
+	if _, err := newClient(t, rdb).Semaphore("nested", 3).Acquire(lockCtx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("another Client's Acquire = %v, want it to wait until ctx ends", err)
+	}
+	// An ended lease holds nothing: 1 (inner) + 2 fit once outer is unlocked.
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sem.Acquire(inner.Context(), 2)
+	if err != nil {
+		t.Fatalf("Acquire after the outer lease ended: %v", err)
+	}
+	_ = again.Unlock(ctx)
+	_ = inner.Unlock(ctx)
 }

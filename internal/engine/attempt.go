@@ -130,7 +130,9 @@ func acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any,
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, counter)}
 	}
 	fence, spare := t.coord.acquired(r, token, uint64(counter))
-	return attempt{h: newHold(t, token, fence, spare, t.cfg.TTL, deadline, lockCtx)}
+	h := newHold(t, token, fence, spare, t.cfg.TTL, deadline, lockCtx)
+	h.permits = r.n
+	return attempt{h: h}
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their

@@ -19,6 +19,8 @@ type Hold struct {
 	token any     // ownership: 128 random bits as a hex string, boxed once (scripts take it as an argument); a TimestampMutex's *stamp
 	fence uint64
 	spare uint64 // fencing tokens reserved above fence, for hand-offs in this process
+	// permits (Semaphore): how many it holds; set before the hold is shared.
+	permits int64
 	// run (FairMutex): the waiters of this process that the hold may be handed to, in
 	// order (runs.go). Set before the hold is shared; then only its Unlock changes it.
 	run []string

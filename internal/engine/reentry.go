@@ -73,10 +73,39 @@ func (r *request) waitsFor(other *Hold) bool {
 	return true
 }
 
-// selfWait is the error of a Lock of t whose ctx carries other, which holds t's lock key.
-func selfWait(t *Target, other *Hold) error {
-	return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: unlock that lease first, or lock with a context that does not carry it",
-		t.name, other.t.scheme.kind(), t.scheme.kind())
+// waitsForItself is the error of a Lock of r that would wait for leases its ctx carries,
+// or nil: other (carried) holds r's lock key alone and r waits for it (waitsFor), or the
+// permits of r's semaphore that they hold leave too few for r (a Semaphore is not
+// re-entrant). A try does not wait: it fails as it would for anyone's lease.
+func (r *request) waitsForItself(ctx context.Context, other *Hold) error {
+	t := r.t
+	switch {
+	case r.try:
+		return nil
+	case other != nil && r.waitsFor(other):
+		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: unlock that lease first, or lock with a context that does not carry it",
+			t.name, other.t.scheme.kind(), t.scheme.kind())
+	}
+	if s, ok := t.scheme.(semaphoreScheme); ok {
+		if held := heldPermits(ctx, t); held+r.n > s.size {
+			return fmt.Errorf("dlock: semaphore %q: ctx carries live leases of this Client on %d of its %d permits, and this Acquire of %d would wait for itself: unlock them first, or acquire with a context that does not carry them",
+				t.name, held, s.size, r.n)
+		}
+	}
+	return nil
+}
+
+// heldPermits is how many permits of the semaphore t the live leases of t's Client that
+// ctx carries hold.
+func heldPermits(ctx context.Context, t *Target) (n int64) {
+	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
+	for ; chain != nil; chain = chain.parent {
+		h := chain.lease.h
+		if h.c == t.c && h.t.keys.Lock == t.keys.Lock && h.t.scheme.kind() == KindSemaphore && chain.lease.Err() == nil {
+			n += h.permits
+		}
+	}
+	return n
 }
 
 // withLease returns base carrying l in front of the leases that parent carries.

@@ -52,11 +52,11 @@ func (r *request) lock(ctx context.Context) (*Lease, error) {
 		return nil, t.err
 	}
 	same, other := carried(ctx, c, t.scheme.kind(), t.keys.Lock)
-	switch {
-	case same != nil && t.policy.reentrant:
+	if same != nil && t.policy.reentrant {
 		return newInnerLease(same, ctx), nil
-	case other != nil && !r.try && r.waitsFor(other):
-		return nil, selfWait(t, other)
+	}
+	if err := r.waitsForItself(ctx, other); err != nil {
+		return nil, err
 	}
 	if c.observed() {
 		return r.observedLock(ctx)
