@@ -123,10 +123,11 @@ func slotParts(c *Client, names []namedKeys) [][]namedKeys {
 func (m *Multi) Lock(ctx context.Context, try bool) (*Lease, error) {
 	if m.t.err == nil {
 		if name, ok := m.carried(ctx); ok {
+			held := fmt.Sprintf("ctx carries a live lease on %q from this Client", name)
 			if try {
-				return nil, fmt.Errorf("dlock: MultiMutex %q: %w: ctx carries a live lease on %q from this Client, and a MultiMutex is not re-entrant", m.t.name, ErrNotAcquired, name)
+				return nil, fmt.Errorf("dlock: MultiMutex %q: %w: %s, and a MultiMutex is not re-entrant", m.t.name, ErrNotAcquired, held)
 			}
-			return nil, fmt.Errorf("dlock: MultiMutex %q: ctx carries a live lease on %q from this Client: a MultiMutex is not re-entrant, and this Lock would wait for itself; unlock that lease first, or lock with a context that does not carry it", m.t.name, name)
+			return nil, fmt.Errorf("dlock: MultiMutex %q: %s: a MultiMutex is not re-entrant, and this Lock would wait for itself; %s", m.t.name, held, selfWaitAdvice)
 		}
 	}
 	return m.t.Lock(ctx, try)
@@ -142,12 +143,7 @@ func (m *Multi) Name() string { return m.t.name }
 // (exclusiveKeys).
 func (m *Multi) carried(ctx context.Context) (string, bool) {
 	s := m.t.scheme.(*multiScheme)
-	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
-	for ; chain != nil; chain = chain.parent {
-		h := chain.lease.h
-		if h.c != m.t.c || chain.lease.Err() != nil {
-			continue
-		}
+	for h := range liveHolds(ctx, m.t.c) {
 		for _, key := range exclusiveKeys(h) {
 			if i := slices.Index(s.lockKeys, key); i >= 0 {
 				return s.names[i], true

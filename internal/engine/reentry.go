@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 )
@@ -25,15 +26,24 @@ func heldIn(ctx context.Context, c *Client, kind, lockKey string) *Hold {
 	return same
 }
 
+// liveHolds yields the holds of c's live leases that ctx carries, innermost first.
+func liveHolds(ctx context.Context, c *Client) iter.Seq[*Hold] {
+	return func(yield func(*Hold) bool) {
+		chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
+		for ; chain != nil; chain = chain.parent {
+			if h := chain.lease.h; h.c == c && chain.lease.Err() == nil && !yield(h) {
+				return
+			}
+		}
+	}
+}
+
 // carried returns the live holds of c that ctx carries on lockKey: same, of kind (the
 // hold a re-entrant Lock joins), or else other, of another kind that holds lockKey alone
 // (a Lock of kind would wait for other to end, which it cannot while its caller waits).
 func carried(ctx context.Context, c *Client, kind, lockKey string) (same, other *Hold) {
-	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
-	for ; chain != nil; chain = chain.parent {
-		h := chain.lease.h
+	for h := range liveHolds(ctx, c) {
 		switch {
-		case h.c != c || chain.lease.Err() != nil:
 		case h.t.scheme.kind() == kind && h.t.keys.Lock == lockKey:
 			return h, nil
 		case other == nil && slices.Contains(exclusiveKeys(h), lockKey):
@@ -83,8 +93,8 @@ func (r *request) waitsForItself(ctx context.Context, other *Hold) error {
 	case r.try:
 		return nil
 	case other != nil && r.waitsFor(other):
-		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: unlock that lease first, or lock with a context that does not carry it",
-			t.name, other.t.scheme.kind(), t.scheme.kind())
+		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: %s",
+			t.name, other.t.scheme.kind(), t.scheme.kind(), selfWaitAdvice)
 	}
 	if s, ok := t.scheme.(semaphoreScheme); ok {
 		if held := heldPermits(ctx, t); held+r.n > s.size {
@@ -95,13 +105,15 @@ func (r *request) waitsForItself(ctx context.Context, other *Hold) error {
 	return nil
 }
 
+// selfWaitAdvice ends the error of a Lock refused because it would wait for a lease its
+// ctx carries.
+const selfWaitAdvice = "unlock that lease first, or lock with a context that does not carry it"
+
 // heldPermits is how many permits of the semaphore t the live leases of t's Client that
 // ctx carries hold.
 func heldPermits(ctx context.Context, t *Target) (n int64) {
-	chain, _ := ctx.Value(leaseKey{}).(*leaseChain)
-	for ; chain != nil; chain = chain.parent {
-		h := chain.lease.h
-		if h.c == t.c && h.t.keys.Lock == t.keys.Lock && h.t.scheme.kind() == KindSemaphore && chain.lease.Err() == nil {
+	for h := range liveHolds(ctx, t.c) {
+		if h.t.scheme.kind() == KindSemaphore && h.t.keys.Lock == t.keys.Lock {
 			n += h.permits
 		}
 	}
