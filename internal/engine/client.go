@@ -33,7 +33,6 @@ type Client struct {
 	queues      map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
 	spareQueues []*localQueue          // guarded by mu: idle queues kept for reuse
 	holds       map[*Hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
-	members     map[string]*runMember  // guarded by mu: FairMutex waiters a run may include, by token (runs.go)
 	closed      bool                   // guarded by mu
 	done        chan struct{}          // closed by Close; ends every wait
 

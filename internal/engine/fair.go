@@ -36,47 +36,32 @@ func waiterChannelPrefix(t *Target) string { return t.keys.GrantedPrefix() }
 func (fairScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.FairAcquire
 	call.Keys = fairKeys(t)
-	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try), runPrefixLenArg}
+	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try)}
 }
 
 func (fairScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	fairRelease(t, token, publish, "release", nil, call)
+	fairRelease(t, token, publish, releaseArg, call)
 }
 
-// fairRelease prepares fair_release.lua: a release (mode "release") of token that sends
-// run, the rest of its hold's run (runs.go), back to the queue, or a waiter that gives up
-// (mode "leave").
-func fairRelease(t *Target, token any, publish, mode string, run []string, call *batch.Call) {
+// fairRelease prepares fair_release.lua: a release (mode releaseArg) of token, or a waiter
+// that gives up (mode leaveArg).
+func fairRelease(t *Target, token any, publish string, mode any, call *batch.Call) {
 	if publish == "" {
 		publish = t.c.nodes[call.Node].PublishCommand() // a hand-over always tells its waiter
 	}
 	call.Script = scripts.FairRelease
 	call.Keys = fairKeys(t)
-	call.Args = append(make([]any, 0, 7+len(run)),
-		token, waiterTTLArg, waiterChannelPrefix(t), publish, mode, runPrefixLenArg, maxRunArg(t.c))
-	for _, w := range run {
-		call.Args = append(call.Args, w)
-	}
+	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publishArg(publish), mode}
 }
 
-// maxRunArg is the longest run a hand-over of c's may make: none with replica
-// acknowledgements, where a grantee confirms its grant with an attempt of its own
-// (takeGrant), which would not hear of the run.
-func maxRunArg(c *Client) any {
-	if c.cfg.Acks.On() {
-		return noFlagArg
-	}
-	return maxRunArgs
-}
+var releaseArg, leaveArg any = "release", "leave"
 
-var maxRunArgs any = ms(maxRun)
-
-func (fairScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
-	mutexScheme{}.extend(t, token, ttl, set, call)
+func (fairScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
+	mutexScheme{}.extend(t, token, ttl, call)
 }
 
 func (fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
-	fairRelease(t, r.waiter, "", "leave", nil, call)
+	fairRelease(t, r.waiter, "", leaveArg, call)
 	return true
 }
 
@@ -91,5 +76,5 @@ func (fairScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
 }
 
 func (fairScheme) policy() policy {
-	return policy{waitList: true, claim: true, reentrant: true, runs: true}
+	return policy{waitList: true, claim: true, reentrant: true}
 }

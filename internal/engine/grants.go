@@ -68,14 +68,7 @@ func takeGrant(lockCtx context.Context, r *request) *Hold {
 			return nil // asked long ago: confirm with an attempt instead
 		}
 		t.coord.used(token) // the release took the process off the list
-		run := g.Members()  // FairMutex: the waiters of this process it may hand to (runs.go)
-		if len(run) > 0 {
-			behind = uint64(len(run))
-			t.c.joinedRun(run)
-		}
-		h := newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx)
-		h.run = run
-		return h
+		return newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx)
 	}
 }
 

@@ -21,9 +21,6 @@ type Hold struct {
 	spare uint64 // fencing tokens reserved above fence, for hand-offs in this process
 	// permits (Semaphore): how many it holds; set before the hold is shared.
 	permits int64
-	// run (FairMutex): the waiters of this process that the hold may be handed to, in
-	// order (runs.go). Set before the hold is shared; then only its Unlock changes it.
-	run []string
 
 	entry renew.Entry // scheduled with the Client's scheduler while the hold lives
 
@@ -32,16 +29,14 @@ type Hold struct {
 	outer  *Lease      // the lease that owns the hold: the one Lock returned, allocated with it
 	values leaseValues // ctx's parent
 
-	// Several extensions of one hold (renewals, Extends) may be in flight at once, and on
-	// some transports they reach Redis in another order than they were sent. Redis keeps
-	// the deadline safe whatever the order: renewals and lengthening Extends only ever
-	// lengthen the key (the extend scripts' default mode), so each success proves the key
-	// lives at least its TTL from when it was sent, and the deadline is the latest such
-	// proof. Only an Extend that shortens sets the expiry exactly; it moves the deadline
-	// down when it is sent, before it can land, and makes the results of everything sent
-	// before it moot (cut), since those may have landed before it. Anything sent while it
-	// is out may land before it too, so its proof counts for no more than the shorter TTL
-	// (belief).
+	// Several extensions of one hold (renewals, Extends) may be in flight at once, and any
+	// of them may reach Redis after later ones, even after the caller gave up on it. Redis
+	// keeps the deadline safe whatever the order: the extend scripts only ever lengthen
+	// the key, so each success proves the key lives at least its TTL from when it was
+	// sent, and the deadline is the latest such proof. An Extend that shortens does so
+	// here only: it moves the deadline down when it is sent and makes the results of
+	// everything sent before it moot (cut), so that ValidUntil stays where it was asked to
+	// be; the key expires no earlier than before.
 	mu        sync.Mutex
 	ttl       time.Duration // guarded by mu: the length of each renewal
 	ttlSeq    uint64        // guarded by mu: the Extend that set ttl
@@ -49,11 +44,8 @@ type Hold struct {
 	err       error         // guarded by mu: nil while held, then ErrReleased or ErrLost
 	reason    string        // guarded by mu: why the hold ended, for messages
 	releasing bool          // guarded by mu: Unlock is in progress; renewal results are moot
-	extending int           // guarded by mu: Extends in flight, which may shorten the lease
 	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
 	cut       uint64        // guarded by mu: the newest shortening Extend sent; older results are moot
-	short     int           // guarded by mu: shortening Extends out (sent, poll not over)
-	shortTTL  time.Duration // guarded by mu: the shortest TTL of those; 0 when short is 0
 
 	obs *holdObs // what the observers were told (observer.go); nil without observers
 }
@@ -112,27 +104,18 @@ func (h *Hold) start(renewAt time.Time, slack time.Duration) (*Lease, error) {
 	return h.outer, nil
 }
 
-// belief is how long a call of length ttl sent now proves the key lives: no longer than a
-// shortening Extend still out sets it. The caller holds mu.
-func (h *Hold) belief(ttl time.Duration) time.Duration {
-	if h.short > 0 {
-		return min(ttl, h.shortTTL)
-	}
-	return ttl
-}
-
-// nextRenewal numbers a renewal about to be sent and gives its length and belief, at once: a
+// nextRenewal numbers a renewal about to be sent and gives its length, at once: a
 // shortening Extend numbered between the two would otherwise leave a renewal numbered
 // after its cut with the length from before it. live is false for a hold that has ended
 // or is being released.
-func (h *Hold) nextRenewal() (seq uint64, ttl, belief time.Duration, live bool) {
+func (h *Hold) nextRenewal() (seq uint64, ttl time.Duration, live bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil || h.releasing {
-		return 0, 0, 0, false
+		return 0, 0, false
 	}
 	h.sent++
-	return h.sent, h.ttl, h.belief(h.ttl), true
+	return h.sent, h.ttl, true
 }
 
 // state reports the hold's error, counting a passed deadline as lost even if the scheduler
@@ -214,26 +197,21 @@ func (h *Hold) bind(lockCtx context.Context) {
 	h.outer.h, h.outer.outer, h.outer.ctx = h, true, h.ctx
 }
 
-// startExtend numbers an Extend to ttl about to be sent and reports whether it shortens
-// the lease. A shortening one takes effect now: see the comment on hold's fields.
-func (h *Hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, belief time.Duration, err error) {
+// startExtend numbers an Extend to ttl about to be sent. One that shortens the lease takes
+// effect now, here only: see the comment on hold's fields.
+func (h *Hold) startExtend(ttl time.Duration) (seq uint64, err error) {
 	h.mu.Lock()
 	if h.releasing {
 		h.mu.Unlock()
-		return 0, false, 0, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+		return 0, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
-	h.extending++
 	h.sent++
-	seq, shorten, belief = h.sent, ttl < h.ttl, h.belief(ttl)
-	if !shorten {
+	seq = h.sent
+	if ttl >= h.ttl {
 		h.mu.Unlock()
-		return seq, false, belief, nil
+		return seq, nil
 	}
 	h.cut, h.ttl, h.ttlSeq = seq, ttl, seq
-	h.shortTTL = h.belief(ttl) // before counting it: the shortest of those out
-	h.short++
-	// Read the clock after the number is taken: the script runs after this instant, so
-	// the key lives at least until then plus ttl.
 	deadline := quorum.Deadline(time.Now(), ttl, h.c.cfg.DriftFactor)
 	moved := deadline.Before(h.deadline)
 	if moved {
@@ -243,21 +221,7 @@ func (h *Hold) startExtend(ttl time.Duration) (seq uint64, shorten bool, belief 
 	if moved {
 		h.c.sched.Shorten(&h.entry, deadline)
 	}
-	return seq, true, ttl, nil
-}
-
-// endExtend records that an Extend's poll is over. A shortening one's reply is in, or it
-// was given up (its fate then unknown: a call lost in the network past the per-node
-// timeout is the one case this does not cover).
-func (h *Hold) endExtend(shortened bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.extending--
-	if shortened {
-		if h.short--; h.short == 0 {
-			h.shortTTL = 0
-		}
-	}
+	return seq, nil
 }
 
 // setTTL makes ttl the length of later renewals, unless a later Extend has set it.
@@ -327,15 +291,6 @@ func (h *Hold) handOn(pick func(ttl time.Duration, deadline time.Time) *Hold) bo
 	return true
 }
 
-// releaseCall prepares the release of h on one node; publish is the publish command.
-func (h *Hold) releaseCall(publish string, call *batch.Call) {
-	if len(h.run) > 0 {
-		fairRelease(h.t, h.token, publish, "release", h.run, call) // the rest of the run goes back
-		return
-	}
-	h.t.scheme.release(h.t, h.token, publish, call)
-}
-
 // release ends the hold by Unlock: compare-and-delete on every node, which also wakes the
 // waiters. It succeeds if a majority released the key or no longer had it, at least one
 // of them released it. The hold has ended when release returns, whatever the result.
@@ -354,13 +309,11 @@ func (h *Hold) release(ctx context.Context) error {
 		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
 	}
 	h.releasing = true
-	ttl, extending := h.ttl, h.extending > 0
+	ttl := h.ttl
 	h.mu.Unlock()
-	// An Extend in flight may shorten the key's expiry after the hand-off, which the
-	// successor would not hear of: release through Redis instead.
-	// Back to the coordinator (Mutex) or the run (FairMutex): the next local waiter takes
-	// the hold without a round trip.
-	if !extending && (h.t.coord.handOff(h) || h.handRun()) {
+	// Back to the coordinator (Mutex): the next local waiter takes the hold without a
+	// round trip.
+	if h.t.coord.handOff(h) {
 		return nil
 	}
 
@@ -385,7 +338,7 @@ func (h *Hold) release(ctx context.Context) error {
 			func(v *votes) bool { return v.releaseSettled(n, need) })
 	} else {
 		v = poll(ctx, c, nil, wait,
-			func(call *batch.Call) { h.releaseCall(c.nodes[call.Node].PublishCommand(), call) },
+			func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
 			func(v *votes) bool { return v.releaseSettled(n, need) })
 	}
 	released, gone := v.yes, v.no
@@ -402,31 +355,32 @@ func (h *Hold) release(ctx context.Context) error {
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
-// extend sets the lease to last ttl from now on a majority, and ttl as the length of later
-// renewals. An Extend that lengthens leaves the hold unchanged on failure; one that
-// shortens takes effect when it is sent, since it may land whatever the reply: the
-// deadline moves down and later renewals use ttl, even if it fails. Either way, a majority
-// that says the key is no longer ours ends the hold.
+// extend makes the lease last ttl from now on a majority, and ttl the length of later
+// renewals. An Extend that lengthens leaves the hold unchanged on failure. One that
+// shortens takes effect when it is sent, on this side only: the deadline moves down and
+// later renewals use ttl, even if it fails, while Redis keeps the key's longer expiry
+// (the extend scripts never shorten a key, so that one landing late cannot cut a lease
+// that a later call lengthened). Either way, a majority that says the key is no longer
+// ours ends the hold.
 func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 	c := h.c
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
 	ttlArg := ms(ttl.Milliseconds())
-	seq, shorten, belief, err := h.startExtend(ttl)
+	seq, err := h.startExtend(ttl)
 	if err != nil {
 		return err
 	}
-	defer h.endExtend(shorten)
 	var v *votes
 	if h.t.parts != nil { // a MultiMutex over several hash slots: a call per slot
 		v = pollParts(ctx, c, h.t.parts, ttl,
-			func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, shorten, call) },
+			func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, call) },
 			func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	} else {
 		v = poll(ctx, c, nil, ttl,
-			func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, shorten, call) },
+			func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
 			func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	}
-	deadline := quorum.Deadline(v.start, belief, c.cfg.DriftFactor)
+	deadline := quorum.Deadline(v.start, ttl, c.cfg.DriftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
 		h.setTTL(seq, ttl)

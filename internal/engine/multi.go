@@ -211,10 +211,10 @@ func (s *multiScheme) release(t *Target, token any, publish string, call *batch.
 	call.Args = append(append(make([]any, 0, 4+len(s.channelArgs)), token, publishArg(publish), turn, grantLengthArg), s.channelArgs...)
 }
 
-func (s *multiScheme) extend(_ *Target, token any, ttl string, set bool, call *batch.Call) {
+func (s *multiScheme) extend(_ *Target, token any, ttl string, call *batch.Call) {
 	call.Script = scripts.MultiExtend
 	call.Keys, call.KeyArgs = s.lockKeys, s.lockKeyArgs
-	call.Args = []any{token, ttl, extendMode(set)}
+	call.Args = []any{token, ttl}
 }
 
 func (*multiScheme) leave(*Target, *request, *batch.Call) bool { return false }

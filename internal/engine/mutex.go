@@ -39,10 +39,10 @@ func mutexRelease(t *Target, token any, publish string, mode, me any, call *batc
 	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
 }
 
-func (mutexScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
+func (mutexScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	call.Script = scripts.MutexExtend
 	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
-	call.Args = []any{token, ttl, extendMode(set)}
+	call.Args = []any{token, ttl}
 }
 
 func (mutexScheme) leave(*Target, *request, *batch.Call) bool { return false }

@@ -32,14 +32,13 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
-// with the number, length and belief of its renewal (see hold.nextRenewal). A MultiMutex
+// with the number and length of its renewal (see hold.nextRenewal). A MultiMutex
 // over several hash slots is there once per part, in a row, with the part in targets.
 type renewals struct {
 	holds   []*Hold
 	targets []*Target // what holds[i] renews: its Target, or one part of it
 	ttls    []time.Duration
 	seqs    []uint64
-	beliefs []time.Duration
 	minTTL  time.Duration
 	start   time.Time // when the batch was sent
 }
@@ -50,19 +49,18 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		targets: make([]*Target, 0, len(entries)),
 		ttls:    make([]time.Duration, 0, len(entries)),
 		seqs:    make([]uint64, 0, len(entries)),
-		beliefs: make([]time.Duration, 0, len(entries)),
 	}
 	for _, e := range entries {
 		h := e.Value.(*Hold)
-		seq, ttl, belief, live := h.nextRenewal()
+		seq, ttl, live := h.nextRenewal()
 		if !live {
 			continue
 		}
 		if h.t.parts == nil {
-			b.add(h, h.t, seq, ttl, belief)
+			b.add(h, h.t, seq, ttl)
 		}
 		for _, p := range h.t.parts {
-			b.add(h, p, seq, ttl, belief)
+			b.add(h, p, seq, ttl)
 		}
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
@@ -72,12 +70,11 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 }
 
 // add appends the renewal of h's Target t (h.t, or one part of it).
-func (b *renewals) add(h *Hold, t *Target, seq uint64, ttl, belief time.Duration) {
+func (b *renewals) add(h *Hold, t *Target, seq uint64, ttl time.Duration) {
 	b.holds = append(b.holds, h)
 	b.targets = append(b.targets, t)
 	b.ttls = append(b.ttls, ttl)
 	b.seqs = append(b.seqs, seq)
-	b.beliefs = append(b.beliefs, belief)
 }
 
 // send sends b and waits for the replies. replies[node][i] is node's answer for
@@ -94,7 +91,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		for i, h := range b.holds {
 			calls[i] = &batch.Call{Node: node, Deadline: b.start.Add(timeout), Done: answers}
 			t := b.targets[i]
-			t.scheme.extend(t, h.token, ms(b.ttls[i].Milliseconds()), false, calls[i])
+			t.scheme.extend(t, h.token, ms(b.ttls[i].Milliseconds()), calls[i])
 		}
 		replies[node] = calls
 		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
@@ -183,7 +180,7 @@ func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int
 func (b *renewals) apply(c *Client, at renewReplies, now time.Time) (next int) {
 	h, ttl := b.holds[at.i], b.ttls[at.i]
 	ok, gone, next, worst := b.counted(at)
-	deadline := quorum.Deadline(b.start, b.beliefs[at.i], c.cfg.DriftFactor)
+	deadline := quorum.Deadline(b.start, ttl, c.cfg.DriftFactor)
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {

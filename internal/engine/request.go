@@ -22,9 +22,7 @@ type request struct {
 	n      int64        // Semaphore: the permits asked for
 	try    bool         // one attempt, never wait
 	local  *localWaiter // the caller's place in the local queue (&wait), for kinds that queue locally
-	member *runMember   // FairMutex Lock: the caller as a member of a run (&run, runs.go); nil otherwise
 	wait   localWaiter
-	run    runMember
 
 	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
 	reserve int64 // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
@@ -71,8 +69,6 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 		return nil, t.gaveUp(ctx, -1)
 	}
 	switch {
-	case t.policy.runs:
-		r.waiter = c.memberToken() // its process's id first: see runs.go
 	case t.policy.waitList:
 		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
 	}
@@ -80,10 +76,6 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	defer c.inflight.Done()
-	if t.policy.runs && !r.try {
-		r.member = &r.run
-		c.addMember(r.member, r.waiter, ctx, t.cfg)
-	}
 	if r.try {
 		lease, err := r.tryOnce(ctx)
 		if err != nil && t.policy.claim {
@@ -102,7 +94,6 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 		r.leaveQueue()
 	}
 	t.coord.leave(ctx, r)
-	r.leaveRuns(ctx, err == nil)
 	return lease, err
 }
 

@@ -67,11 +67,11 @@ func (readScheme) release(t *Target, token any, publish string, call *batch.Call
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (readScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
+func (readScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	readers := t.keys.Readers()
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{readers, readers}
-	call.Args = []any{token, ttl, extendMode(set)}
+	call.Args = []any{token, ttl}
 }
 
 func (readScheme) leave(*Target, *request, *batch.Call) bool { return false }
@@ -97,8 +97,8 @@ func (writeScheme) release(t *Target, token any, publish string, call *batch.Cal
 	mutexScheme{}.release(t, token, publish, call)
 }
 
-func (writeScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
-	mutexScheme{}.extend(t, token, ttl, set, call)
+func (writeScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
+	mutexScheme{}.extend(t, token, ttl, call)
 }
 
 func (writeScheme) leave(t *Target, r *request, call *batch.Call) bool {

@@ -18,9 +18,8 @@ type scheme interface {
 	// "" to wake no one.
 	release(t *Target, token any, publish string, call *batch.Call)
 	// extend prepares the renewal of the hold with token for ttl milliseconds. It only
-	// lengthens the lease in Redis unless set, which sets it to exactly ttl (an Extend
-	// that shortens it): see Hold.extend.
-	extend(t *Target, token any, ttl string, set bool, call *batch.Call)
+	// lengthens the lease in Redis, never shortens it: see Hold.extend.
+	extend(t *Target, token any, ttl string, call *batch.Call)
 	// leave prepares taking a waiter that gives up out of the wait lists; it reports false
 	// for schemes that keep none.
 	leave(t *Target, r *request, call *batch.Call) bool
@@ -71,10 +70,6 @@ type policy struct {
 	claim bool
 	// reentrant: a Lock whose ctx carries a live lease of the lock joins its hold.
 	reentrant bool
-	// runs: a release that hands the lock to a waiter takes the waiters of the same
-	// process queued right behind it along, and the process hands the lock on to them
-	// itself (runs.go). FairMutex.
-	runs bool
 	// coordinate: how the goroutines of one process share the key (coordinator.go).
 	coordinate coordination
 	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
@@ -110,7 +105,6 @@ func ms(ttlMillis int64) string { return strconv.FormatInt(ttlMillis, 10) }
 // Script arguments that are constants, boxed once.
 var (
 	yesArg, noFlagArg, noArg any = "1", "0", ""
-	setArg                   any = "set"
 	publishArgs                  = map[string]any{"PUBLISH": "PUBLISH", "SPUBLISH": "SPUBLISH", "": ""}
 )
 
@@ -123,12 +117,3 @@ func flagArg(b bool) any {
 
 // publishArg boxes a publish command (PUBLISH, SPUBLISH or "") without allocating.
 func publishArg(cmd string) any { return publishArgs[cmd] }
-
-// extendMode is the mode argument of the extend scripts: "set" sets the expiry, anything
-// else only lengthens it.
-func extendMode(set bool) any {
-	if set {
-		return setArg
-	}
-	return noArg
-}

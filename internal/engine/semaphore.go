@@ -50,11 +50,11 @@ func (semaphoreScheme) release(t *Target, token any, publish string, call *batch
 	call.Args = []any{token, t.keys.Channel, publish}
 }
 
-func (semaphoreScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
+func (semaphoreScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.MemberExtend
 	call.Keys = []string{holders, permits}
-	call.Args = []any{token, ttl, extendMode(set)}
+	call.Args = []any{token, ttl}
 }
 
 func (semaphoreScheme) leave(t *Target, r *request, call *batch.Call) bool {

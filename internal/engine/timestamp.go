@@ -100,12 +100,12 @@ func (stampScheme) release(t *Target, token any, publish string, call *batch.Cal
 	call.Args = append([]any{t.channelArg, publishArg(publish)}, token.(*stamp).release(time.Now())...)
 }
 
-func (stampScheme) extend(t *Target, token any, ttl string, set bool, call *batch.Call) {
+func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	length, _ := strconv.ParseInt(ttl, 10, 64) // ms() made it
 	deadline, owned := token.(*stamp).write(time.Now(), time.Duration(length)*time.Millisecond)
 	call.Script = scripts.StampExtend
 	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
-	call.Args = append([]any{deadline, ttl, extendMode(set)}, owned...)
+	call.Args = append([]any{deadline, ttl}, owned...)
 }
 
 func (stampScheme) leave(*Target, *request, *batch.Call) bool { return false }

@@ -44,7 +44,6 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 		start := time.Now()
 		a := acquireOnce(ctx, ctx, w.r)
 		if a.h != nil {
-			w.t.c.ownAcquisition(w.r.member, a.h)
 			return a.h.startAcquired(start)
 		}
 		sleep, err := w.next(ctx, a)
@@ -67,9 +66,6 @@ func (w *waiting) fromProcess(ctx context.Context) (*Lease, error) {
 	t, r := w.t, w.r
 	for {
 		if h := t.coord.takeHandoff(r); h != nil {
-			return h.outer, nil
-		}
-		if h := t.c.takeRun(r.member); h != nil {
 			return h.outer, nil
 		}
 		if h := takeGrant(ctx, r); h != nil {
@@ -187,7 +183,6 @@ func (w *waiting) listen(ctx context.Context) bool {
 	if w.r.grants == nil {
 		w.r.grants = make(chan scripts.Grant, 4)
 	}
-	w.t.c.listening(w.r.member, w.wake)
 	w.watches = watch(ctx, w.r, w.wake)
 	w.tracking = track(ctx, w.r, w.wake)
 	w.listened = true

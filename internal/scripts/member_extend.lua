@@ -4,11 +4,12 @@
 -- KEYS[1]  the sorted set of holders (token -> lease end, Redis time in ms)
 -- KEYS[2]  a hash of token -> permits held, or the same key as KEYS[1] when there is none
 -- ARGV[1]  the holder's token
--- ARGV[2]  new lease length in milliseconds, from now (Redis time)
--- ARGV[3]  "set" to set the lease end to exactly now + ARGV[2] (an Extend that shortens
---          the lease); anything else only moves it later (see mutex_extend.lua for why)
+-- ARGV[2]  lease length in milliseconds, from now (Redis time): a later lease end is kept
+--          (see mutex_extend.lua for why)
 --
 -- Reply: 1 extended (or already long enough); 0 the lease had ended (expired or removed).
+-- Late: only moves its own member's lease end later, to at most now + ARGV[2], and only
+--   while that lease has not ended; a member released or expired is not brought back.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local ends = redis.call('ZSCORE', KEYS[1], ARGV[1])
@@ -16,7 +17,7 @@ if not ends or tonumber(ends) <= now then
 	return 0
 end
 local ttl = tonumber(ARGV[2])
-if ARGV[3] == 'set' or tonumber(ends) < now + ttl then
+if tonumber(ends) < now + ttl then
 	redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 end
 for i = 1, #KEYS do

@@ -13,16 +13,11 @@ import (
 //
 //	turn:<process id>                               the turn: only that process may take the free lock, for a moment
 //	grant:<id>:<token>:<fencing counter>:<reserved> the lock itself, set to the request's token
-//	grant:<id>:<token>:<fencing counter>:<reserved>:<waiter>,<waiter>...
-//	                                                the same with a run (FairMutex)
 //
 // A grant names the process (Mutex: its Client id) or the waiter (FairMutex: its token,
 // which is also its id) it is for, the token the lock now holds, the fencing counter after
 // the grant reserved its block, and the size of that block: the grantee's fencing tokens
-// are counter-reserved+1 up to counter. A FairMutex grant may name a run: the waiters of
-// the grantee's process that were queued right behind it, in order, which the release took
-// out of the queue with it (fair_release.lua) and the grantee's process hands the lock to
-// in turn, with the fencing tokens above the grantee's.
+// are counter-reserved+1 up to counter (a FairMutex grant reserves one).
 
 // MessageKind is what a message on a lock's channel does.
 type MessageKind int
@@ -50,17 +45,6 @@ type Grant struct {
 	Token    string // the token the lock holds now: the request's
 	Counter  uint64 // the fencing counter after the grant: the top of the reserved block
 	Reserved uint64 // the block's size, at least 1 and at most Counter
-	// Run: the waiters of a FairMutex run, comma-separated, in order; fewer than Reserved
-	// ("" for none). A string, so that a Grant compares with ==.
-	Run string
-}
-
-// Members returns the waiters of g's run, in order.
-func (g Grant) Members() []string {
-	if g.Run == "" {
-		return nil
-	}
-	return strings.Split(g.Run, ",")
 }
 
 // ParseMessage decodes a payload published on a lock's channel. A payload that is neither
@@ -75,7 +59,7 @@ func ParseMessage(payload string) Message {
 		return Message{}
 	}
 	parts := strings.Split(rest, ":")
-	if len(parts) != 4 && len(parts) != 5 {
+	if len(parts) != 4 {
 		return Message{}
 	}
 	counter, err1 := strconv.ParseUint(parts[2], 10, 64)
@@ -83,14 +67,7 @@ func ParseMessage(payload string) Message {
 	if err1 != nil || err2 != nil || reserved < 1 || reserved > counter {
 		return Message{}
 	}
-	g := Grant{Token: parts[1], Counter: counter, Reserved: reserved}
-	if len(parts) == 5 {
-		g.Run = parts[4]
-		if g.Run == "" || strings.Contains(","+g.Run+",", ",,") || uint64(strings.Count(g.Run, ",")+1) >= reserved {
-			return Message{} // a run names each waiter, one fencing token each
-		}
-	}
-	return Message{Kind: Granted, To: parts[0], Grant: g}
+	return Message{Kind: Granted, To: parts[0], Grant: Grant{Token: parts[1], Counter: counter, Reserved: reserved}}
 }
 
 // String encodes m as the scripts publish it.
@@ -100,11 +77,7 @@ func (m Message) String() string {
 		return turnPrefix + m.To
 	case Granted:
 		g := m.Grant
-		s := grantPrefix + m.To + ":" + g.Token + ":" + strconv.FormatUint(g.Counter, 10) + ":" + strconv.FormatUint(g.Reserved, 10)
-		if g.Run != "" {
-			s += ":" + g.Run
-		}
-		return s
+		return grantPrefix + m.To + ":" + g.Token + ":" + strconv.FormatUint(g.Counter, 10) + ":" + strconv.FormatUint(g.Reserved, 10)
 	}
 	return "released"
 }

@@ -4,14 +4,15 @@
 -- KEYS[1]  the first name's lock key
 --          and so on: KEYS[i] is the i-th name's
 -- ARGV[1]  the holder's token
--- ARGV[2]  new lease length in milliseconds, counted from now (Redis time)
--- ARGV[3]  "set" to set every expiry to exactly ARGV[2] (an Extend that shortens the
---          lease); anything else only lengthens them, as mutex_extend.lua, which says why
+-- ARGV[2]  lease length in milliseconds, counted from now (Redis time): expiries already
+--          later are kept, as in mutex_extend.lua, which says why
 --
 -- Reply: 1 extended (or already long enough); 0 some lock key no longer holds this token
 --   (expired, deleted or taken), and nothing changed: the lease is lost, and the client
 --   releases the other names.
 -- Errors: WRONGTYPE when a lock key holds something other than a string.
+-- Late: only lengthens keys that all still hold its token, each to at most ARGV[2] from
+--   when it lands; otherwise changes nothing (see mutex_extend.lua).
 for i = 1, #KEYS do
 	if redis.call('GET', KEYS[i]) ~= ARGV[1] then
 		return 0
@@ -20,7 +21,7 @@ end
 local ttl = tonumber(ARGV[2])
 for i = 1, #KEYS do
 	local left = redis.call('PTTL', KEYS[i])
-	if ARGV[3] == 'set' or (left >= 0 and left < ttl) then
+	if left >= 0 and left < ttl then
 		redis.call('PEXPIRE', KEYS[i], ttl)
 	end
 end

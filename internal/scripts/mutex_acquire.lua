@@ -31,11 +31,19 @@
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 --   list or the asks another type); the INCRBY error when the fencing counter is not an
 --   integer (the lock key is then left as it was).
+-- Late: an attempt that lands after its caller gave up acts as if on time: it may take a
+--   free lock, for at most ARGV[2] (the client undoes a fresh token's attempt; a standing
+--   request's token is taken by the process's next attempt, or left); it may find its own
+--   token, which it only lengthens, never shortens (another attempt or a grant of the
+--   same token may hold it with a longer lease); acquiring, it takes its process off the
+--   turns, as every acquisition does (a newer waiter of the process asks again, from the
+--   back); refused, it writes its request back for at most ARGV[7], which the process's
+--   next attempt, or its leave, replaces.
 -- The turn list and the asks change together: a process is listed exactly when it has a
 -- standing request, so HEXISTS tells whether it is listed (no LPOS: Redis before 6.0.6).
 -- An attempt that finds its own token (granted by a release, or a retry whose reply was
--- lost) or its own turn succeeds with a fresh reservation, and sets the lease to ARGV[2]
--- from now.
+-- lost) or its own turn succeeds with a fresh reservation, and lasts at least ARGV[2] from
+-- now.
 local me = ARGV[4]
 
 local function take(undo)
@@ -58,7 +66,11 @@ end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
 	local left = redis.call('PTTL', KEYS[1])
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	if holder ~= ARGV[1] then
+		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	elseif left >= 0 and left < tonumber(ARGV[2]) then
+		redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	end
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
 end
 if me ~= '' and ARGV[5] == '1' then

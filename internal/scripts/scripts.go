@@ -29,8 +29,6 @@ var (
 	fairAcquire string
 	//go:embed fair_release.lua
 	fairRelease string
-	//go:embed run_marks.lua
-	runMarks string // the prelude of fair_acquire and fair_release
 	//go:embed rw_read_acquire.lua
 	rwReadAcquire string
 	//go:embed rw_write_acquire.lua
@@ -70,8 +68,8 @@ var (
 	MultiRelease     = redis.NewScript(passOn + multiRelease)
 	MultiExtend      = redis.NewScript(multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
-	FairAcquire      = redis.NewScript(refusal + runMarks + fairAcquire)
-	FairRelease      = redis.NewScript(runMarks + fairRelease)
+	FairAcquire      = redis.NewScript(refusal + fairAcquire)
+	FairRelease      = redis.NewScript(fairRelease)
 	RwReadAcquire    = redis.NewScript(refusal + rwReadAcquire)
 	RwWriteAcquire   = redis.NewScript(refusal + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)

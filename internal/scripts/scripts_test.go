@@ -68,13 +68,9 @@ func leaveTurns(rdb redis.Scripter, k keyspace.Keys, me, token string) (int64, e
 	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
 }
 
-// extend lengthens only; extendSet sets the expiry exactly (an Extend that shortens).
+// extend runs mutex_extend.lua, which only lengthens.
 func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "").Int64()
-}
-
-func extendSet(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds(), "set").Int64()
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds()).Int64()
 }
 
 // tagOf is refusal.lua's tag of a holder's token.
@@ -142,7 +138,7 @@ var sources = map[string]string{
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned,
 	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
-	"multi_extend": multiExtend, "run_marks": runMarks,
+	"multi_extend": multiExtend,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -181,8 +177,6 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
-		case "run_marks":
-			header = []string{"-- mark(deadlines, waiter, expiry, place)", "-- requeueMarks(queue, deadlines, now, life)"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength)"}
 		}
@@ -563,17 +557,12 @@ func TestMutexExtend(t *testing.T) {
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute || pttl > time.Hour {
 		t.Fatalf("PTTL after extend = %v, want about 1h", pttl)
 	}
-	// A renewal that arrives after a longer one (sent later, landed first) keeps the
-	// longer expiry: a renewal never shortens.
+	// A renewal or an Extend that arrives after a longer one (sent later, landed first, or
+	// sent before and delivered late) keeps the longer expiry: nothing shortens a key.
 	got, err = extend(rdb, k, tokenA, 2*time.Second)
 	must(t, got, err, 1)
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl < 59*time.Minute {
 		t.Fatalf("PTTL after a shorter renewal = %v, want the hour kept", pttl)
-	}
-	got, err = extendSet(rdb, k, tokenA, 2*time.Second) // an Extend may shorten
-	must(t, got, err, 1)
-	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl > 2*time.Second {
-		t.Fatalf("PTTL after shortening = %v, want <= 2s", pttl)
 	}
 	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
 		t.Fatalf("extend changed the token to %q", v)
@@ -772,9 +761,9 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	wantRefusal(t, got, time.Minute, "") // readers: no single holder
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
 	must(t, got, err, 0) // a waiting writer keeps new readers out
-	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000", "").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000").Int64()
 	must(t, got, err, 1)
-	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000", "").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000").Int64()
 	must(t, got, err, 0)
 
 	ps := sub(t, k.Channel)
@@ -820,18 +809,13 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("acquire behind a waiting request: %d, %v", got, err)
 	}
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000", "").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000").Int64()
 	must(t, got, err, 1)
 	end := zscore(t, rdb, holders, "h1")
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "").Int64() // a late, shorter renewal
+	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000").Int64() // a late, shorter renewal or Extend
 	must(t, got, err, 1)
 	if now := zscore(t, rdb, holders, "h1"); now != end {
 		t.Fatalf("a shorter renewal moved the lease end from %v to %v; renewals only lengthen", end, now)
-	}
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000", "set").Int64() // an Extend that shortens
-	must(t, got, err, 1)
-	if now := zscore(t, rdb, holders, "h1"); now >= end {
-		t.Fatalf("a shortening Extend left the lease end at %v (was %v)", now, end)
 	}
 	got, err = MemberRelease.Run(ctx, rdb, members, "h1", k.Channel, publish).Int64()
 	must(t, got, err, 1)

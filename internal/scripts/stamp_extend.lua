@@ -4,33 +4,33 @@
 -- KEYS[1]  lock key (see stamp_acquire.lua)
 -- ARGV[1]  the new deadline, unix milliseconds by the holder's clock
 -- ARGV[2]  the new lease length in milliseconds: the key's expiry, counted from now
--- ARGV[3]  "set" to set both to exactly ARGV[1] and ARGV[2] (an Extend that shortens the
---          lease); anything else only lengthens them: a deadline or expiry already later
---          is kept (see mutex_extend.lua for why renewals only lengthen)
--- ARGV[4..] the deadlines this hold has written and may still find in the key
+-- ARGV[3..] the deadlines this hold has written and may still find in the key
 --          (stamp_owned.lua)
+--
+-- A deadline or expiry already later is kept (see mutex_extend.lua for why renewals only
+-- lengthen).
 --
 -- Reply: 1 extended (or already long enough); 0 the key holds none of this hold's
 --   deadlines (expired, deleted, or taken: another client's SETNX or GETSET).
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
+-- Late: only lengthens the deadline and the expiry of a key that still holds one of this
+--   hold's deadlines; on a key released, expired or taken it changes nothing.
 local holder = redis.call('GET', KEYS[1])
-if not owned(holder, 4) then
+if not owned(holder, 3) then
 	return 0
 end
 local ttl = tonumber(ARGV[2])
 local left = redis.call('PTTL', KEYS[1])
-if ARGV[3] ~= 'set' then
-	if left > ttl then
-		ttl = left
-	end
-	if tonumber(holder) >= tonumber(ARGV[1]) then
-		if left >= 0 and left < ttl then
-			redis.call('PEXPIRE', KEYS[1], ttl)
-		end
-		return 1
-	end
+if left > ttl then
+	ttl = left
 end
-if left < 0 and ARGV[3] ~= 'set' then
+if tonumber(holder) >= tonumber(ARGV[1]) then
+	if left >= 0 and left < ttl then
+		redis.call('PEXPIRE', KEYS[1], ttl)
+	end
+	return 1
+end
+if left < 0 then
 	redis.call('SET', KEYS[1], ARGV[1]) -- a key someone made persistent stays so
 else
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)

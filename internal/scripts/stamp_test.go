@@ -18,8 +18,8 @@ func runStampAcquire(rdb redis.Scripter, lock, fence string, now time.Time, ttl 
 		now.UnixMilli(), now.Add(ttl).UnixMilli(), ttl.Milliseconds()).Int64()
 }
 
-func runStampExtend(rdb redis.Scripter, lock string, deadline int64, ttl time.Duration, mode string, owned ...int64) (int64, error) {
-	args := []any{deadline, ttl.Milliseconds(), mode}
+func runStampExtend(rdb redis.Scripter, lock string, deadline int64, ttl time.Duration, owned ...int64) (int64, error) {
+	args := []any{deadline, ttl.Milliseconds()}
 	for _, o := range owned {
 		args = append(args, o)
 	}
@@ -163,46 +163,47 @@ func TestStampExtend(t *testing.T) {
 	now := time.Now()
 	d0, d1, d2 := now.Add(10*time.Second).UnixMilli(), now.Add(20*time.Second).UnixMilli(), now.Add(30*time.Second).UnixMilli()
 
-	got, err := runStampExtend(rdb, "ext", d1, time.Minute, "", d0)
+	got, err := runStampExtend(rdb, "ext", d1, time.Minute, d0)
 	must(t, got, err, 0) // no key
 	if rdb.Exists(ctx, "ext").Val() != 0 {
 		t.Fatal("extend created the key")
 	}
 	rdb.Set(ctx, "ext", d0, 10*time.Second)
-	got, err = runStampExtend(rdb, "ext", d1, time.Minute, "", d2) // not among ours
+	got, err = runStampExtend(rdb, "ext", d1, time.Minute, d2) // not among ours
 	must(t, got, err, 0)
 	if v := getInt(t, rdb, "ext"); v != d0 {
 		t.Fatalf("a refused extend changed the deadline to %d", v)
 	}
 
-	got, err = runStampExtend(rdb, "ext", d2, 30*time.Second, "", d1, d0) // any of ours counts
+	got, err = runStampExtend(rdb, "ext", d2, 30*time.Second, d1, d0) // any of ours counts
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after extend: %d, PTTL %v; want %d, about 30s", v, pttl, d2)
 	}
 	// An older renewal landing late keeps the later deadline and expiry.
-	got, err = runStampExtend(rdb, "ext", d1, 20*time.Second, "", d0, d2)
+	got, err = runStampExtend(rdb, "ext", d1, 20*time.Second, d0, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a late, shorter renewal: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
-	// An Extend that shortens sets both exactly.
-	got, err = runStampExtend(rdb, "ext", d0, 10*time.Second, "set", d2)
+	// An Extend to a shorter TTL keeps them too: shortening is the client's alone.
+	got, err = runStampExtend(rdb, "ext", d0, 10*time.Second, d2)
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d0 || pttl > 10*time.Second {
-		t.Fatalf("after shortening: %d, PTTL %v; want %d, at most 10s", v, pttl, d0)
+	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
+		t.Fatalf("after a shorter Extend: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
 	// A key someone made persistent stays so while its deadline moves.
+	d3 := now.Add(40 * time.Second).UnixMilli()
 	rdb.Persist(ctx, "ext")
-	got, err = runStampExtend(rdb, "ext", d1, 10*time.Second, "", d0)
+	got, err = runStampExtend(rdb, "ext", d3, 10*time.Second, d2)
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d1 || pttl != -1*time.Nanosecond {
-		t.Fatalf("persistent key: %d, PTTL %v; want %d, no expiry", v, pttl, d1)
+	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d3 || pttl != -1*time.Nanosecond {
+		t.Fatalf("persistent key: %d, PTTL %v; want %d, no expiry", v, pttl, d3)
 	}
 
 	rdb.Del(ctx, "ext")
 	rdb.RPush(ctx, "ext", "x")
-	_, err = runStampExtend(rdb, "ext", d1, time.Minute, "", d0)
+	_, err = runStampExtend(rdb, "ext", d1, time.Minute, d0)
 	wantWrongType(t, err)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// A FairMutex run: the waiters of one process queued right behind the one a release
-// grants go with it, and the process hands the lock on among them without Redis.
+// FairMutex order: waiters of several processes, queued in a known order, are granted the
+// lock in that order, whichever process they are in.
 
 // fairWaiter is one Lock of a FairMutex in a scripted queue (queueFair).
 type fairWaiter struct {
@@ -96,16 +95,6 @@ func grantedInOrder(t *testing.T, got []fairGrant, want ...string) {
 	}
 }
 
-// localHandOffs returns a Client option that counts the hand-offs within its process.
-func localHandOffs() (dlock.Option, *atomic.Int32) {
-	var n atomic.Int32
-	return dlock.WithObserver(dlock.Observer{HandedOff: func(h dlock.HandOff) {
-		if h.Local {
-			n.Add(1)
-		}
-	}}), &n
-}
-
 // noFairKeys checks that the FairMutex "fair" left nothing in Redis but its fencing counter.
 func noFairKeys(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
@@ -123,10 +112,9 @@ func noFairKeysOf(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 }
 
-// TestFairRunHandsOffWithinProcessInOrder: the waiters of process A queued right behind
-// the grantee take the lock from it without Redis, and a waiter of process B queued
-// between them still comes in its turn.
-func TestFairRunHandsOffWithinProcessInOrder(t *testing.T) {
+// TestFairOrderWithinAndAcrossProcesses: waiters of process A queued one behind another,
+// and a waiter of process B queued between them, are granted in request order.
+func TestFairOrderWithinAndAcrossProcesses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rdb  func(t *testing.T) redis.UniversalClient
@@ -134,31 +122,26 @@ func TestFairRunHandsOffWithinProcessInOrder(t *testing.T) {
 		{"standalone", func(t *testing.T) redis.UniversalClient { _, rdb := standalone(t); return rdb }},
 		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3).Client(t) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) { fairRunInOrder(t, tc.rdb(t)) })
+		t.Run(tc.name, func(t *testing.T) { fairInOrder(t, tc.rdb(t)) })
 	}
 }
 
-func fairRunInOrder(t *testing.T, rdb redis.UniversalClient) {
+func fairInOrder(t *testing.T, rdb redis.UniversalClient) {
 	ctx := ctxTimeout(t, 60*time.Second)
-	opt, local := localHandOffs()
-	a, b := newClient(t, rdb, opt), newClient(t, rdb)
+	a, b := newClient(t, rdb), newClient(t, rdb)
 	got := queueFair(t, ctx, newClient(t, rdb), 20*time.Millisecond, []fairWaiter{
 		{name: "a1", c: a}, {name: "a2", c: a}, {name: "a3", c: a}, {name: "b1", c: b}, {name: "a4", c: a}, {name: "a5", c: a},
 	})
 	grantedInOrder(t, got, "a1", "a2", "a3", "b1", "a4", "a5")
-	if n := local.Load(); n != 3 { // a2, a3 from a1's run; a5 from a4's
-		t.Errorf("%d hand-offs within process A, want 3", n)
-	}
 	noFairKeys(t, rdb)
 }
 
-// TestFairRunSkipsWaiterThatGaveUp: a member of a run that gives up is passed over.
-func TestFairRunSkipsWaiterThatGaveUp(t *testing.T) {
+// TestFairSkipsWaiterThatGaveUp: a waiter that gives up while queued is passed over.
+func TestFairSkipsWaiterThatGaveUp(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 60*time.Second)
-	opt, local := localHandOffs()
-	a := newClient(t, rdb, opt)
-	// a1 is granted with a2 and a3 in its run; a2 gives up while a1 holds.
+	a := newClient(t, rdb)
+	// a1 is granted with a2 and a3 queued behind it; a2 gives up while a1 holds.
 	quit, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	got := queueFair(t, ctx, newClient(t, rdb), 400*time.Millisecond, []fairWaiter{
@@ -170,35 +153,26 @@ func TestFairRunSkipsWaiterThatGaveUp(t *testing.T) {
 			t.Errorf("a2's Lock = %v, want its deadline", g.err)
 		}
 	}
-	if n := local.Load(); n != 1 {
-		t.Errorf("%d hand-offs within the process, want 1 (a1 to a3)", n)
-	}
 	noFairKeys(t, rdb)
 }
 
-// TestFairRunGoesBackToRedisInOrder: a member that locked a handle with other options
-// gets a lease of its own making through Redis, and the rest of the run goes back to the
-// head of the queue, ahead of the other process's waiter queued behind it.
-func TestFairRunGoesBackToRedisInOrder(t *testing.T) {
+// TestFairOrderAcrossHandlesOfOtherOptions: a waiter that locked a handle with other
+// options keeps its place, and gets a lease of its own options.
+func TestFairOrderAcrossHandlesOfOtherOptions(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 60*time.Second)
-	opt, local := localHandOffs()
-	a, b := newClient(t, rdb, opt), newClient(t, rdb)
+	a, b := newClient(t, rdb), newClient(t, rdb)
 	other := []dlock.LockOption{dlock.TTL(7 * time.Second)}
 	got := queueFair(t, ctx, newClient(t, rdb), 20*time.Millisecond, []fairWaiter{
 		{name: "a1", c: a}, {name: "a2", c: a, opts: other}, {name: "a3", c: a}, {name: "a4", c: a}, {name: "b1", c: b},
 	})
 	grantedInOrder(t, got, "a1", "a2", "a3", "a4", "b1")
-	if n := local.Load(); n != 1 { // a3 to a4; a2 and a3 came through Redis
-		t.Errorf("%d hand-offs within process A, want 1", n)
-	}
 	noFairKeys(t, rdb)
 }
 
-// TestFairRunAfterLostHold: when the hold of a run is lost (its key deleted), the waiters
-// of the run go back to the head of the queue with their next attempt, in order, ahead of
-// a waiter of another process queued behind them.
-func TestFairRunAfterLostHold(t *testing.T) {
+// TestFairOrderAfterLostHold: when a holder's key is deleted under it, the waiters queued
+// behind it take the lock in order, a waiter of another process last as it came.
+func TestFairOrderAfterLostHold(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	a, b, holder := newClient(t, rdb), newClient(t, rdb), newClient(t, rdb)
@@ -226,7 +200,7 @@ func TestFairRunAfterLostHold(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first := <-a1 // granted with a2 and a3 in its run
+	first := <-a1
 	if err := rdb.Del(ctx, "dlock:fair").Err(); err != nil {
 		t.Fatal(err)
 	}
