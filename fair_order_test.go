@@ -101,14 +101,33 @@ func noFairKeys(t *testing.T, rdb redis.UniversalClient) {
 	noFairKeysOf(t, rdb, "fair")
 }
 
-// noFairKeysOf checks that the FairMutex name left nothing in Redis but its fencing counter.
+// noFairKeysOf checks that the FairMutex name left nothing in Redis but its fencing counter
+// and the tombstones of the waiters it served, which die within goneTTL.
 func noFairKeysOf(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, k := range []string{"dlock:" + name, "{dlock:" + name + "}:queue", "{dlock:" + name + "}:queue:deadlines"} {
+	for _, k := range []string{"dlock:" + name, "{dlock:" + name + "}:queue"} {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Errorf("key %s left behind (%v)", k, err)
 		}
+	}
+	onlyTombstones(t, rdb, "{dlock:"+name+"}:queue:deadlines")
+}
+
+// goneTTL is how long a wait list remembers a waiter that was served or left (gone.lua).
+const goneTTL = 10 * time.Second
+
+// onlyTombstones checks that the deadlines key holds nothing but tombstones (gone.lua), and
+// expires within goneTTL.
+func onlyTombstones(t *testing.T, rdb redis.UniversalClient, key string) {
+	t.Helper()
+	ctx := context.Background()
+	live, err := rdb.ZCount(ctx, key, "0", "+inf").Result()
+	if err != nil || live != 0 {
+		t.Errorf("%s: %d live entries left behind (%v)", key, live, err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl > goneTTL || ttl == -time.Nanosecond {
+		t.Errorf("%s: expires in %v, want within %v", key, ttl, goneTTL)
 	}
 }
 

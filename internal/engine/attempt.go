@@ -22,6 +22,7 @@ type attempt struct {
 	left      time.Duration // held by another: until a majority could be free; <0 unknown
 	refusers  []int         // held by another: the nodes that refused
 	split     bool          // some nodes granted, too few: contenders collided
+	rejoin    bool          // the waiter's token was served or left its wait list: ask with a new one
 	err       error         // no decision: nodes failed
 	permanent bool          // err will not go away by retrying
 }
@@ -104,6 +105,9 @@ func refused(r *request, v *votes, verdict verdict, need int) attempt {
 	case late:
 		return attempt{err: fmt.Errorf("dlock: lock %q: acquired too late: the lease would already have ended (TTL %v is too short for these round trips)", t.name, t.cfg.TTL)}
 	case held:
+		if v.gone() {
+			return attempt{left: -1, rejoin: true}
+		}
 		return attempt{left: majorityFree(v.refusedLeft(), max(need-(n-v.no-v.failed), 1)), refusers: v.refusers()}
 	case split:
 		return attempt{split: true}

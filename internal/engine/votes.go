@@ -295,6 +295,17 @@ func (v *votes) refusedLeft() []time.Duration {
 	return left
 }
 
+// gone reports whether a node refused because the attempt's waiter token was served or
+// left its wait list for good (scripts.Gone).
+func (v *votes) gone() bool {
+	for i, val := range v.vals {
+		if v.answered[i] && !v.failedAt(i) && scripts.Gone(val) {
+			return true
+		}
+	}
+	return false
+}
+
 // refusers lists the nodes that refused: they answered with a reply <= 0.
 func (v *votes) refusers() []int {
 	var nodes []int

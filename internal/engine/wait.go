@@ -46,6 +46,10 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 		if a.h != nil {
 			return a.h.startAcquired(start)
 		}
+		if a.rejoin {
+			w.rejoin()
+			continue
+		}
 		sleep, err := w.next(ctx, a)
 		if err != nil {
 			return nil, err
@@ -187,6 +191,17 @@ func (w *waiting) listen(ctx context.Context) bool {
 	w.tracking = track(ctx, w.r, w.wake)
 	w.listened = true
 	return len(w.watches) > 0
+}
+
+// rejoin gives the request a new waiter id, for an attempt that found its id served or
+// gone from the wait list (a grant to it lapsed before it heard of it): Redis never queues
+// that id again (gone.lua), so a late request of it cannot bring it back. The waiter
+// listens again, on the new id's channels, after its next attempt.
+func (w *waiting) rejoin() {
+	w.stopListening()
+	w.watches, w.tracking, w.listened = nil, nil, false
+	w.r.waiter = newToken()
+	w.r.firstSent = time.Time{}
 }
 
 func (w *waiting) stopListening() {

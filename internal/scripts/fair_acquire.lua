@@ -5,7 +5,8 @@
 -- KEYS[3]  queue: a list of waiter tokens in arrival order
 -- KEYS[4]  queue deadlines: a sorted set, waiter token -> the Redis time (ms) at which its
 --          entry dies unless refreshed; a waiter that dies or stops refreshing is skipped
---          once it reaches the head of the queue
+--          once it reaches the head of the queue. A waiter served or gone is a tombstone
+--          here (gone.lua)
 -- ARGV[1]  the caller's token: its place in the queue and, once granted, the lock's value
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  queue entry lifetime in milliseconds (the waiter refreshes it while it waits)
@@ -15,16 +16,21 @@
 --   > 0  acquired (or handed over by the previous holder's release, or a retried request);
 --        the value is the fencing token; the key lasts at least ARGV[2] from now
 --   <= 0 not acquired (refusal.lua): the holder's remaining time in ms (0: none or
---        unknown) and its tag. The caller is in the queue (unless a try) and its entry refreshed.
--- Late: finding its own token (a grant, or an attempt of the same waiter that landed
---   first), it only lengthens the key, never shortens it; it may take a free lock at the
---   head of the queue for at most ARGV[2] (the client leaves, which passes it on); refused,
---   it may queue its token again after the waiter was served or left, for at most ARGV[3]
---   unless refreshed: no one refreshes it, so it is skipped once its deadline passes.
+--        unknown) and its tag. The caller is in the queue (unless a try) and its entry
+--        refreshed; or goneReply() (gone.lua): the caller's token was served or left the
+--        queue, and the caller must ask again with a new one
+-- Late: finding its own token in the key (a grant, or an attempt of the same waiter that
+--   landed first), it only lengthens the key, never shortens it. Finding its token a
+--   tombstone (the waiter was served, or left), it changes nothing. Otherwise it acts as
+--   if on time: it may take a free lock that no one queued for, for at most ARGV[2], or
+--   queue a token whose caller stopped asking, for at most ARGV[3] (no one refreshes it,
+--   so it is skipped once its deadline passes): both only if it lands more than GONE_MS
+--   after the waiter left the queue, or when the waiter never queued.
 -- Time comes from the server (TIME), never from the client.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
+pruneGone(KEYS[4], now)
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
 	-- A hand-over this caller confirms instead of taking it as published (it did not
@@ -34,6 +40,10 @@ if holder == ARGV[1] then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
+end
+local mine = redis.call('ZSCORE', KEYS[4], ARGV[1])
+if isGone(mine) then
+	return goneReply()
 end
 
 -- Skip the dead: entries at the head whose deadline passed.
@@ -52,7 +62,7 @@ if not holder and (not head or head == ARGV[1]) then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	if head then
 		redis.call('LPOP', KEYS[3])
-		redis.call('ZREM', KEYS[4], ARGV[1])
+		gone(KEYS[4], ARGV[1], now)
 	end
 	return redis.call('INCR', KEYS[2])
 end
@@ -61,11 +71,14 @@ local left = redis.call('PTTL', KEYS[1])
 if ARGV[4] == '1' then
 	return refuse(left, holder)
 end
-if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then
+if not mine then
 	redis.call('RPUSH', KEYS[3], ARGV[1])
 end
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
--- The queue lives as long as its most recently refreshed entry.
+-- The queue lives as long as its most recently refreshed entry (the deadlines, at least as
+-- long as their tombstones).
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
-redis.call('PEXPIRE', KEYS[4], ARGV[3])
+if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[3]) then
+	redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
 return refuse(left, holder)

@@ -4,7 +4,8 @@
 -- KEYS[1]  lock key
 -- KEYS[2]  fencing counter
 -- KEYS[3]  queue (list of waiter tokens)
--- KEYS[4]  queue deadlines (sorted set)
+-- KEYS[4]  queue deadlines (sorted set); a waiter served or gone is a tombstone there
+--          (gone.lua)
 -- ARGV[1]  the caller's token
 -- ARGV[2]  how long, in ms, the lock is handed over for: the new holder's first renewal
 --          (or its own acquire) re-arms the TTL; a dead waiter's hand-over expires after this
@@ -18,8 +19,9 @@
 -- Reply: 1 released (and handed over if anyone waits) or left; 0 the caller did not hold
 -- the lock (release only).
 -- Late: compare-and-delete by a token that is never reused, so a release that lands late
---   finds the key gone or someone else's and changes nothing; a leave that lands late takes
---   out only the waiter's own entry, and passes the lock on only if it is still the
+--   finds the key gone or someone else's and changes nothing; a leave that lands late
+--   takes out only the waiter's own entry (a tombstone from then on, so that no attempt
+--   of the waiter queues it again), and passes the lock on only if it is still the
 --   waiter's (granted as it gave up).
 -- Hand-over happens inside this script: the next waiter is the only one woken, and the
 -- lock is never free in between, so no one can barge in ahead of the queue.
@@ -28,7 +30,7 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 if ARGV[5] == 'leave' then
 	redis.call('LREM', KEYS[3], 0, ARGV[1])
-	redis.call('ZREM', KEYS[4], ARGV[1])
+	gone(KEYS[4], ARGV[1], now)
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	if ARGV[5] == 'leave' then
@@ -40,10 +42,11 @@ end
 local head = redis.call('LPOP', KEYS[3])
 while head do
 	local deadline = redis.call('ZSCORE', KEYS[4], head)
-	redis.call('ZREM', KEYS[4], head)
 	if deadline and tonumber(deadline) > now then
+		gone(KEYS[4], head, now) -- served
 		break
 	end
+	redis.call('ZREM', KEYS[4], head) -- dead, not gone: a waiter that was only paused queues again
 	head = redis.call('LPOP', KEYS[3])
 end
 if not head then

@@ -16,3 +16,12 @@ func Refusal(reply int64) (left time.Duration, holder uint16) {
 	v := -reply
 	return time.Duration(v>>refusalTagBits) * time.Millisecond, uint16(v & refusalTagMask)
 }
+
+// goneLeft is the time left that gone.lua's goneReply says: above any real refusal's
+// (refusal.lua caps those at 2^36 ms).
+const goneLeft = 1<<36 + 1
+
+// Gone reports whether reply is gone.lua's goneReply: the attempt's waiter token was
+// served or left its wait list, which never queues it again; the waiter must ask with a
+// new token.
+func Gone(reply int64) bool { return reply == -(goneLeft << refusalTagBits) }

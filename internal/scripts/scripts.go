@@ -29,6 +29,8 @@ var (
 	fairAcquire string
 	//go:embed fair_release.lua
 	fairRelease string
+	//go:embed gone.lua
+	goneLua string // the prelude of the scripts that keep a wait list's tombstones
 	//go:embed rw_read_acquire.lua
 	rwReadAcquire string
 	//go:embed rw_write_acquire.lua
@@ -68,8 +70,8 @@ var (
 	MultiRelease     = redis.NewScript(passOn + multiRelease)
 	MultiExtend      = redis.NewScript(multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
-	FairAcquire      = redis.NewScript(refusal + fairAcquire)
-	FairRelease      = redis.NewScript(fairRelease)
+	FairAcquire      = redis.NewScript(refusal + goneLua + fairAcquire)
+	FairRelease      = redis.NewScript(goneLua + fairRelease)
 	RwReadAcquire    = redis.NewScript(refusal + rwReadAcquire)
 	RwWriteAcquire   = redis.NewScript(refusal + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)

@@ -138,7 +138,7 @@ var sources = map[string]string{
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned,
 	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
-	"multi_extend": multiExtend,
+	"multi_extend": multiExtend, "gone": goneLua,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -177,6 +177,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
+		case "gone":
+			header = []string{"-- gone(deadlines, waiter, now)", "-- isGone(score)", "-- pruneGone(deadlines, now)", "-- goneReply()"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength)"}
 		}
@@ -737,7 +739,19 @@ func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish stri
 	if n, _ := s(rdb).Exists(ctx, k.Lock).Result(); n != 0 {
 		t.Fatal("the fair mutex is still held with nobody waiting")
 	}
-	got, err = run(FairAcquire, tokenC, ttlArg, waitArg, "0")
+	got, err = run(FairAcquire, tokenC, ttlArg, waitArg, "0") // C's attempt, landing late
+	if err != nil || !Gone(got) {
+		t.Fatalf("an attempt after its waiter left: %d, %v; want the gone reply", got, err)
+	}
+	got, err = run(FairAcquire, tokenB, ttlArg, waitArg, "0") // B's, after B was served
+	if err != nil || !Gone(got) {
+		t.Fatalf("an attempt after its waiter was served: %d, %v; want the gone reply", got, err)
+	}
+	if n, _ := s(rdb).Exists(ctx, k.Lock, k.Queue()).Result(); n != 0 {
+		t.Fatal("a late attempt of a waiter served or gone took the lock or queued again")
+	}
+	const tokenD = "dddddddddddddddddddddddddddddddd"
+	got, err = run(FairAcquire, tokenD, ttlArg, waitArg, "0")
 	must(t, got, err, 3)
 }
 
