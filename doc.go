@@ -34,8 +34,9 @@
 // instant before the request was sent, minus a drift allowance (TTL*factor + 2ms), so that
 // a lease is never taken to last longer than Redis keeps its key. Renewal moves it
 // forward every TTL/3. Renewals and Extends may reach Redis in another order than they
-// were sent, so they only lengthen the key; an Extend to a shorter TTL is the one thing
-// that shortens it, and ValidUntil moves down as soon as it is sent. A holder that cannot renew before ValidUntil loses the lease at
+// were sent, even after their caller gave up on them, so they only lengthen the key; an
+// Extend to a shorter TTL moves ValidUntil down as soon as it is called and leaves the
+// key's expiry as it was. A holder that cannot renew before ValidUntil loses the lease at
 // ValidUntil at the latest, whether or not Redis can be reached: Done is closed, Context
 // is cancelled and Err returns ErrLost.
 //

@@ -18,12 +18,13 @@ import (
 // hand-over, and its first renewal extends the hand-over (3 seconds) to the TTL. If it
 // died, the hand-over expires after 3 seconds and the next waiter takes over.
 //
+// A waiter that was handed the lock, or gave up, leaves the queue for good: for 10
+// seconds Redis remembers its id, so that a request of it delivered late (after its
+// caller gave up, resent on a new connection) neither queues it again nor takes the lock.
+//
 // Unlike Mutex, goroutines of one process do not queue locally: each has its own place
-// in the Redis queue, which is what strict order across processes requires. When a
-// release hands the lock to a waiter, the waiters of the same Client queued right behind
-// it come along (at most 63), and Unlock hands the lock on among them in their order
-// without a round trip, each with a fencing token of its own; no waiter of another
-// process was queued between them. A FairMutex needs one Redis deployment: independent
+// in the Redis queue, which is what strict order across processes requires, and each
+// hand-over goes through Redis. A FairMutex needs one Redis deployment: independent
 // nodes cannot agree on one order by voting, so on a quorum Client every method returns
 // an error.
 type FairMutex struct {

@@ -84,9 +84,12 @@ func (l *Lease) ValidUntil() time.Time { return l.e.ValidUntil() }
 // Extend makes the lease last ttl from now and makes ttl the length of later renewals. ctx
 // bounds the request. If Redis says the key is no longer ours, the lease is lost and
 // Extend returns ErrNotHeld. Otherwise, on failure, an Extend that would lengthen the lease
-// leaves it unchanged; one that shortens it (ttl below the current length) takes effect
-// when it is sent, whatever the reply, since it may have landed: ValidUntil moves down to
-// at most now plus ttl, and later renewals use ttl.
+// leaves it unchanged. One that shortens it (ttl below the current length) takes effect
+// when it is called, whatever the reply: ValidUntil moves down to at most now plus ttl,
+// and later renewals use ttl. It shortens the lease, not the key: Redis keeps the key
+// until its expiry as it was, since a request that lands late must never cut a key that a
+// later one lengthened. Others can take the lock once that expiry passes, or at once
+// after Unlock.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error { return l.e.Extend(ctx, ttl) }
 
 // Unlock ends the lease. For the outer lease it releases the lock in Redis and wakes the

@@ -34,9 +34,9 @@
 // (FairMutex, Semaphore, an RWMutex writer) refresh it every waiterRefresh: that
 // keep-alive, not polling, is what lets a dead waiter be skipped within waiterTTL.
 //
-// Every write to a lease only lengthens the key, except an Extend that shortens it, which
-// takes effect when it is sent: renewals and Extends of one hold may be in flight at once
-// and reach Redis in any order (see the comment on Hold's fields).
+// Every write to a lease only lengthens the key: renewals and Extends of one hold may be
+// in flight at once and reach Redis in any order, even after their caller gave up on them
+// (see the comment on Hold's fields). An Extend that shortens does so on the client only.
 //
 // A lease's deadline comes from the local monotonic clock read before the first request
 // of what proved it (quorum.Deadline), never from Redis's clock, which the scripts use
