@@ -555,7 +555,9 @@ func TestLateWaiterLeave(t *testing.T) {
 func TestLateMutexRelease(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	rel := func(t *testing.T, r *lateRig) (int64, error) { return releaseTurn(r.rdb, r.k, tokenA, "PUBLISH", "20000") }
+	rel := func(t *testing.T, r *lateRig) (int64, error) {
+		return releaseTurn(r.rdb, r.k, tokenA, "PUBLISH", "20000")
+	}
 	leave := func(t *testing.T, r *lateRig) (int64, error) { return leaveTurns(r.rdb, r.k, "p1", tokenA) }
 	p1, p2 := turnArgs{reserve: 1, me: "p1"}, turnArgs{reserve: 1, me: "p2"}
 	runLate(t, rdb, "mutex_release", []late{
