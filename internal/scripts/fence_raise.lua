@@ -8,6 +8,9 @@
 -- ARGV[1]  the value every counter must reach
 --
 -- Reply: the smallest counter after the call, at least ARGV[1].
+-- Late: it only raises, to a token that was already given: a late raise finds the counters
+--   at or above ARGV[1] (nothing changes) or below it (a node that missed acquisitions, or
+--   restarted empty: raising it is what it is for). Every counter keeps growing.
 local wanted = tonumber(ARGV[1])
 local least = false
 for _, key in ipairs(KEYS) do

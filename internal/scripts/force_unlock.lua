@@ -13,6 +13,10 @@
 --          queue is told on ARGV[4]..its id, as fair_release.lua tells it
 --
 -- Reply: what was there before the removal, as inspect.lua replies.
+-- Late: NOT harmless, by design: a late landing removes whatever holds the lock when it
+--   lands, a lease taken after its caller gave up included (that holder learns of it at
+--   its next renewal), and its reply, the record of what it removed, reaches no one. It
+--   never touches the fencing counter or a wait list, and keeps no one out.
 local r = readLock(tonumber(ARGV[1]))
 if r.bad ~= 0 or r.kind == '' then
 	return lockReply(r)

@@ -24,4 +24,6 @@
 --   queue      FairMutex, Semaphore: the queue's entries, live or not, in order
 --   deadlines  the deadline of each queue entry (ms), 0 when it has none
 --   turns      Mutex: the ids of the processes whose turn comes, in order
+-- Late: it writes nothing: a late landing reads the lock as it is when it lands, for a
+--   caller that no longer reads the reply.
 return lockReply(readLock(tonumber(ARGV[1])))

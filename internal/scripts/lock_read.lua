@@ -13,6 +13,8 @@
 -- KEYS[6]  RWMutex readers: a sorted set, token -> lease end (ms)
 -- KEYS[7]  RWMutex waiting writers: a sorted set, writer id -> entry deadline (ms)
 -- KEYS[8]  Semaphore permits: a hash, token -> permits held
+-- Late: readLock writes nothing; what a late landing of its scripts does is in
+--   inspect.lua and force_unlock.lua.
 local expected = {'string', 'string', 'list', 'list', 'zset', 'zset', 'zset', 'hash'}
 
 local function readLock(limit)

@@ -8,6 +8,10 @@
 -- ARGV[3]  the publish command: PUBLISH, SPUBLISH on Redis Cluster, or '' to wake no one
 --
 -- Reply: 1 released; 0 the token held nothing (its lease had ended).
+-- Late: tokens are fresh for each acquisition, so a late release removes only its own
+--   token's entry and permits: the hold its caller let go, or an attempt that landed after
+--   its own undo (ended early: that only frees). Found nothing, it changes nothing and
+--   publishes nothing. It touches no other holder and no wait list.
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 if KEYS[2] ~= KEYS[1] then
 	redis.call('HDEL', KEYS[2], ARGV[1])

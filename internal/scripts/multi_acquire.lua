@@ -23,7 +23,13 @@
 -- Errors: WRONGTYPE when a lock key holds something other than a string; "ERR value is not
 --   an integer" when a fencing counter is not an integer. Nothing changes on an error.
 -- A lock key that already holds ARGV[1] counts as free: it is this very call, run again
--- after its reply was lost.
+-- after its reply was lost; its expiry is only lengthened.
+-- Late: the token is fresh for each attempt (one for all the parts of an attempt), so a
+--   late landing finds each name free, held by another, or held by this very token (a
+--   copy of the call that already landed, or an earlier part's). With any name held by
+--   another it changes nothing. Otherwise it takes every name for its token until its own
+--   TTL ends (the undo sent before it found nothing to undo), and never shortens the
+--   expiry of a key that already holds its token; the counters it sets only grow.
 local n = #KEYS / 2
 local holder, left = false, 0
 for i = 1, n do
@@ -53,8 +59,13 @@ for i = 1, n do
 end
 local token = math.max(top + 1, tonumber(ARGV[3]))
 local fence = string.format('%d', token)
+local ttl = tonumber(ARGV[2])
 for i = 1, n do
-	redis.call('SET', KEYS[2 * i - 1], ARGV[1], 'PX', ARGV[2])
+	-- A key that holds ARGV[1] already keeps a longer expiry: this is a copy of the call
+	-- that lands after the hold was extended.
+	if redis.call('PTTL', KEYS[2 * i - 1]) < ttl then
+		redis.call('SET', KEYS[2 * i - 1], ARGV[1], 'PX', ARGV[2])
+	end
 	redis.call('SET', KEYS[2 * i], fence)
 end
 return token

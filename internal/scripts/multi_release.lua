@@ -22,6 +22,10 @@
 -- Reply: 1 every name held the token and was released; 0 some name no longer held it
 --   (expired, deleted or taken): the names that still held it are released all the same.
 -- Errors: WRONGTYPE when a lock key holds something other than a string.
+-- Late: the token is fresh for each attempt, so a late release passes on only the names
+--   that still hold it (the hold its caller let go, or an attempt that landed after its
+--   own undo); names taken meanwhile, by anyone, this process's later holds included,
+--   hold another token and are left alone, with nothing published for them.
 local n = #KEYS / 4
 local released = 0
 for i = 1, n do

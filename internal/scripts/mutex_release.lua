@@ -26,6 +26,15 @@
 -- on); 0 the key no longer holds this token (expired, deleted or taken).
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 -- list or the asks another type).
+-- Late: tokens are fresh for each acquisition (a standing request's too), so a late release
+--   finds the key holding its token (the hold its caller let go, or an attempt that landed
+--   after its own undo: either is passed on) or not (expired, taken, promised, or the
+--   same process's later hold, with another token): then it changes nothing and
+--   publishes nothing. A late leave removes the process's standing request only if it
+--   has the leave's token (a newer waiter of the process keeps its request and place),
+--   passes on the lock only if it holds that token, and passes on a turn promised to the
+--   process, which a newer waiter of it may have been promised after its request lapsed:
+--   that waiter asks again, at the back (a loss of place, never of a lease).
 local function pass()
 	passOn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 end

@@ -6,7 +6,8 @@
 --          reader is its own lease, so a dead reader's hold ends with its own TTL and no
 --          other reader's
 -- KEYS[4]  waiting writers: a sorted set, writer id -> the Redis time (ms) its wait entry
---          dies unless refreshed
+--          dies unless refreshed; a negative score is a tombstone (rw_write_acquire.lua),
+--          which keeps no reader out
 -- ARGV[1]  the reader's token
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  a downgrading writer's token ('' for none): a writer may take the read lock
@@ -17,10 +18,17 @@
 --   <= 0 not acquired (refusal.lua): a writer holds the lock (its remaining time in ms and
 --        its tag) or waits for it (0, no tag): new readers wait behind a waiting writer, so
 --        that a stream of readers cannot starve writers
+-- Late: the reader's token is fresh for each attempt, and a reader is in no wait list, so
+--   a late landing can only take a read lock for its own token, when no writer holds or
+--   waits, until its own TTL ends (the undo sent before it found nothing to undo); a
+--   downgrade whose write lease has ended is an ordinary reader. Refused, or finding its
+--   token already there, it changes nothing live (it only prunes what has ended). It
+--   never touches a live reader's entry, the write lock or a waiting writer, and only
+--   lengthens the readers key's expiry.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], -now, now) -- dead entries and dead tombstones
 
 if redis.call('ZSCORE', KEYS[3], ARGV[1]) then
 	-- A retried request whose reply was lost.
@@ -31,7 +39,7 @@ if not (ARGV[3] ~= '' and writer == ARGV[3]) then
 	if writer then
 		return refuse(redis.call('PTTL', KEYS[1]), writer)
 	end
-	if redis.call('ZCARD', KEYS[4]) > 0 then
+	if redis.call('ZCOUNT', KEYS[4], 0, '+inf') > 0 then
 		return refuse(0, nil)
 	end
 end

@@ -5,7 +5,11 @@
 -- KEYS[2]  fencing counter
 -- KEYS[3]  permits: a hash, token -> permits held
 -- KEYS[4]  queue: a list of waiter ids in arrival order
--- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies
+-- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies. A
+--          negative score is a tombstone, -(the Redis time in ms at which it dies): the id
+--          of a waiter that gave up (waiter_leave.lua), never queued again while the
+--          tombstone lives, so that an attempt of its that lands late cannot bring its
+--          entry back
 -- ARGV[1]  the holder token of this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  size: the permits that exist
@@ -21,6 +25,17 @@
 --   <= 0 not acquired (refusal.lua, with no holder's tag): the time in ms until the first
 --        holder's lease ends (0: unknown). Requests are served in order: a request waits while an earlier
 --        one waits, so a large request is not starved by small ones.
+--   Unless ARGV[7] is '1', a refusal queues the waiter, unless its id is a tombstone.
+-- Late: the holder token is fresh for each attempt, so a late landing finds its token
+--   absent (or present: a copy of the call that already landed, which changes nothing).
+--   If the permits fit and no one is queued ahead, it takes them for its token until its
+--   own TTL ends (the undo sent before it found nothing to undo). Otherwise it refuses
+--   and queues the waiter, unless the waiter gave up: the leave's tombstone keeps it out
+--   for as long as the leave said. A waiter that was served leaves no tombstone, so an
+--   earlier attempt of its that lands after the one that served it queues it again, for
+--   at most one entry lifetime (ARGV[6]), the cost of a waiter that died; so does a
+--   landing after the tombstone died. It never touches a live holder's lease, and only
+--   lengthens the holders' keys' expiry.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -37,6 +52,8 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 	-- A retried request whose reply was lost.
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
+
+redis.call('ZREMRANGEBYSCORE', KEYS[5], -now, '(0') -- dead tombstones
 
 local head = redis.call('LINDEX', KEYS[4], 0)
 while head do
@@ -79,12 +96,17 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if first[2] then
 	left = math.max(tonumber(first[2]) - now, 0)
 end
-if ARGV[7] ~= '1' then
-	if not redis.call('ZSCORE', KEYS[5], ARGV[5]) then
+local entry = redis.call('ZSCORE', KEYS[5], ARGV[5])
+if ARGV[7] ~= '1' and not (entry and tonumber(entry) < 0) then
+	if not entry then
 		redis.call('RPUSH', KEYS[4], ARGV[5])
 	end
 	redis.call('ZADD', KEYS[5], now + tonumber(ARGV[6]), ARGV[5])
+	-- The queue lives as long as its most recently refreshed entry; the deadlines as
+	-- long, and as long as their tombstones.
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
-	redis.call('PEXPIRE', KEYS[5], ARGV[6])
+	if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[6]) then
+		redis.call('PEXPIRE', KEYS[5], ARGV[6])
+	end
 end
 return refuse(left, nil)

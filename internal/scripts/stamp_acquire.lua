@@ -26,6 +26,13 @@
 -- Errors: NOTSTAMP when the key holds a string that is not a unix-ms deadline (nothing is
 --   written); WRONGTYPE when it holds another type; the INCR error when the fencing
 --   counter is not an integer (the lock key is then left as it was).
+-- Late: the token is a fresh stamp: the deadline ARGV[2], made from the caller's clock when
+--   it sent the call (ARGV[1]). A late landing judges the holder's deadline by that
+--   earlier clock, so it takes over no key the call would not have taken on time. On a
+--   free key it sets its deadline, with an expiry of ARGV[3] from its landing: it holds a
+--   free lock until its own TTL ends at worst (the undo sent before it found nothing to
+--   undo). A copy that lands after the call itself took the key finds its own deadline,
+--   not yet passed, and refuses, writing nothing.
 --
 -- A deadline is at most 15 decimal digits (exact in Lua's numbers) and at least 10^11: a
 -- smaller number is a deadline in seconds, which the classic recipe on redis.io writes,

@@ -5,6 +5,8 @@
 -- the deadlines the holder has written and may still find in the key. The protocol has
 -- no owner token, so a deadline is the only mark a holder leaves; another client that
 -- wrote the same number would pass for the holder (see stamp_acquire.lua).
+-- Late: owned compares values only; what a late landing does is in stamp_release.lua and
+-- stamp_extend.lua.
 local function owned(value, from)
 	if not value then
 		return false

@@ -10,6 +10,14 @@
 -- Reply: 1 released; 0 the key holds none of this hold's deadlines (expired, deleted,
 --   or taken), and is left as it is.
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
+-- Late: it carries the deadlines the hold owned when the release was made, and the stamp
+--   is then final (nothing sent after it writes a new deadline: timestamp.go). A late
+--   release finds one of them (the hold its caller let go, or an attempt that landed after
+--   its own undo: deleted) or none (expired, taken by another client's SETNX or GETSET,
+--   or by a later hold, which writes a later deadline): nothing changes. A deadline is not
+--   unique: a later hold that wrote the very same millisecond (one acquired within the
+--   millisecond of the release, or with another lease length) passes for this one, and a
+--   late release deletes its key.
 if not owned(redis.call('GET', KEYS[1]), 3) then
 	return 0
 end
