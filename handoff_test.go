@@ -312,9 +312,9 @@ func TestStaleLeaveKeepsNewerAsk(t *testing.T) {
 		t.Fatalf("turn list has %d entries, want P", n)
 	}
 
-	// The leave of an earlier last waiter of P (ask token "old"), overtaken by the new
-	// waiter's attempt.
-	dlock.LeaveTurns(pm, "old-ask-token")
+	// The leave of an earlier last waiter of P (an older request, number 0), overtaken by
+	// the new waiter's attempt.
+	dlock.LeaveTurns(pm, "old-ask-token", 0)
 	waitFor(t, 5*time.Second, "the stale leave to run", func() bool { return scriptCalls(t, rdb) >= base+3 })
 	if n := rdb.LLen(ctx, "{dlock:lv}:turns").Val(); n != 1 {
 		t.Fatalf("turn list has %d entries after the stale leave, want P still", n)

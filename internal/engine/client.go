@@ -33,6 +33,7 @@ type Client struct {
 	queues      map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
 	spareQueues []*localQueue          // guarded by mu: idle queues kept for reuse
 	holds       map[*Hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
+	asks        uint64                 // guarded by mu: the Mutex standing requests made, numbering them (mutexAsk.seq)
 	closed      bool                   // guarded by mu
 	done        chan struct{}          // closed by Close; ends every wait
 
@@ -206,8 +207,8 @@ func (c *Client) join(key string, ctx context.Context, cfg LockConfig, w *localW
 // leave removes w and hands the turn to the next waiter if w was the head. It returns a
 // hold handed to w that w did not take (it gave up meanwhile): the caller must end it. It
 // reports whether w was the last waiter of a process that has a standing request in the
-// lock's turns, with its token: the caller must then take the process out.
-func (c *Client) leave(key string, w *localWaiter) (untaken *Hold, leaveTurns bool, ask any) {
+// lock's turns, with the request: the caller must then take the process out.
+func (c *Client) leave(key string, w *localWaiter) (untaken *Hold, leaveTurns bool, ask *mutexAsk) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := w.queue
@@ -223,7 +224,7 @@ func (c *Client) leave(key string, w *localWaiter) (untaken *Hold, leaveTurns bo
 		break
 	}
 	if len(q.waiters) == 0 && q.ask != nil {
-		leaveTurns, ask, q.ask = true, q.ask.token, nil
+		leaveTurns, ask, q.ask = true, q.ask, nil
 	}
 	c.dropIfIdleLocked(key, q)
 	return untaken, leaveTurns, ask

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -77,10 +78,13 @@ const maxReserve = 64
 const askReserve = 16
 
 // mutexAsk is this process's standing request for a Mutex: the token it asks with until it
-// gets the lock, and a time before it first sent it.
+// gets the lock, a time before it first sent it, and its number among the process's
+// requests, which only grows: Redis marks the numbers served or left, so that an attempt
+// of an older request that lands late does not stand again (mutex_asks.lua).
 type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
+	seq   any // a decimal string
 }
 
 // takesTurns reports whether releases pass the lock between processes in turns.
@@ -136,16 +140,28 @@ func (k *coordinator) leave(ctx context.Context, r *request) {
 
 // leaveTurns takes this process out of the lock's turns without waiting for the reply,
 // passing the lock on if a release granted it meanwhile, or the turn if it had it: the
-// last local waiter has given up. ask is the token of its standing request, or nil.
-func (k *coordinator) leaveTurns(ask any) {
+// last local waiter has given up. ask is its standing request.
+func (k *coordinator) leaveTurns(ask *mutexAsk) {
 	t := k.t
-	if ask == nil {
-		ask = noArg
-	}
 	sendEvery(t.c, t.c.turn.length, func(call *batch.Call) bool {
-		mutexRelease(t, ask, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
+		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
+		call.Args = append(call.Args, ask.seq)
 		return true
 	})
+}
+
+// dropAsk forgets this process's standing request, which Redis says was served or left
+// (mutex_asks.lua): the next attempt makes a new one.
+func (k *coordinator) dropAsk() {
+	if !k.takesTurns() {
+		return
+	}
+	c := k.t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[k.t.keys.Lock]; q != nil {
+		q.ask = nil
+	}
 }
 
 // Before an attempt.
@@ -217,7 +233,8 @@ func (k *coordinator) prepare(r *request) (ask any) {
 	if q.ask == nil {
 		// Its clock starts now, before the token is first sent: no grant of it can come
 		// earlier.
-		q.ask = &mutexAsk{token: newToken(), sent: time.Now()}
+		c.asks++
+		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: strconv.FormatUint(c.asks, 10)}
 	} else if r.behind > 0 {
 		// Waiting already, with others queued here: this attempt refreshes the standing
 		// request, which a release may grant when more goroutines queue here than now.
@@ -225,6 +242,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// taken, and the tokens left over are a gap.
 		r.reserve = max(r.reserve, askReserve)
 	}
+	r.askSeq = q.ask.seq
 	return q.ask.token
 }
 

@@ -40,11 +40,11 @@ func (fairScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 }
 
 func (fairScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	fairRelease(t, token, publish, releaseArg, call)
+	fairRelease(t, token, publish, releaseMode, call)
 }
 
-// fairRelease prepares fair_release.lua: a release (mode releaseArg) of token, or a waiter
-// that gives up (mode leaveArg).
+// fairRelease prepares fair_release.lua: a release (mode releaseMode) of token, or a waiter
+// that gives up (leaveMode).
 func fairRelease(t *Target, token any, publish string, mode any, call *batch.Call) {
 	if publish == "" {
 		publish = t.c.nodes[call.Node].PublishCommand() // a hand-over always tells its waiter
@@ -54,14 +54,12 @@ func fairRelease(t *Target, token any, publish string, mode any, call *batch.Cal
 	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publishArg(publish), mode}
 }
 
-var releaseArg, leaveArg any = "release", "leave"
-
 func (fairScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	mutexScheme{}.extend(t, token, ttl, call)
 }
 
 func (fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
-	fairRelease(t, r.waiter, "", leaveArg, call)
+	fairRelease(t, r.waiter, "", leaveMode, call)
 	return true
 }
 

@@ -20,7 +20,11 @@ func (mutexScheme) kind() string { return KindMutex }
 func (mutexScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
 	call.Keys, call.KeyArgs = t.mutexKeys, t.mutexKeyArgs
-	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg}
+	seq := r.askSeq
+	if seq == nil {
+		seq = noArg
+	}
+	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg, seq}
 }
 
 func (mutexScheme) release(t *Target, token any, publish string, call *batch.Call) {

@@ -105,7 +105,7 @@ func (writeScheme) leave(t *Target, r *request, call *batch.Call) bool {
 	writers := t.keys.Writers()
 	call.Script = scripts.WaiterLeave
 	call.Keys = []string{writers, writers}
-	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].PublishCommand(), tombstoneArg(t)}
+	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].PublishCommand()}
 	return true
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -100,15 +99,6 @@ const (
 )
 
 var waiterTTLArg = strconv.Itoa(waiterTTL)
-
-// tombstoneArg is how long a waiter that leaves stays a tombstone in its wait list
-// (waiter_leave.lua), in ms: while it lives, an attempt of the waiter that lands late does
-// not list it again. No attempt is sent, or resent by go-redis, after its call's deadline,
-// a node timeout after the attempt began, which was before the leave; a lease length (or
-// an entry's life, if longer) on top covers a call that the network or the server held.
-func tombstoneArg(t *Target) any {
-	return ms((max(t.cfg.TTL, waiterTTL*time.Millisecond) + t.c.nodeTimeout(t.cfg.TTL)).Milliseconds())
-}
 
 func ms(ttlMillis int64) string { return strconv.FormatInt(ttlMillis, 10) }
 

@@ -60,7 +60,7 @@ func (semaphoreScheme) extend(t *Target, token any, ttl string, call *batch.Call
 func (semaphoreScheme) leave(t *Target, r *request, call *batch.Call) bool {
 	call.Script = scripts.WaiterLeave
 	call.Keys = []string{t.keys.QueueDeadlines(), t.keys.Queue()}
-	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].PublishCommand(), tombstoneArg(t)}
+	call.Args = []any{r.waiter, t.keys.Channel, t.c.nodes[call.Node].PublishCommand()}
 	return true
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -129,6 +130,8 @@ func (t *Target) LocalWaiters() int {
 	return 0
 }
 
-// LeaveTurns sends t's leave of the turns for a standing request with token ask, as the
-// last local waiter that gives up does, for tests.
-func (t *Target) LeaveTurns(ask string) { t.coord.leaveTurns(ask) }
+// LeaveTurns sends t's leave of the turns for a standing request with token ask and number
+// seq, as the last local waiter that gives up does, for tests.
+func (t *Target) LeaveTurns(ask string, seq uint64) {
+	t.coord.leaveTurns(&mutexAsk{token: ask, seq: strconv.FormatUint(seq, 10)})
+}

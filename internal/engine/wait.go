@@ -193,15 +193,22 @@ func (w *waiting) listen(ctx context.Context) bool {
 	return len(w.watches) > 0
 }
 
-// rejoin gives the request a new waiter id, for an attempt that found its id served or
-// gone from the wait list (a grant to it lapsed before it heard of it): Redis never queues
-// that id again (gone.lua), so a late request of it cannot bring it back. The waiter
-// listens again, on the new id's channels, after its next attempt.
+// rejoin makes the request ask anew, for an attempt that found its waiter id, or its
+// process's standing request (Mutex), served or left (a grant to it lapsed before it heard
+// of it; an acquisition undone after its reply was lost): Redis never lists those again
+// (gone.lua, mutex_asks.lua), so that a late request of theirs cannot bring them back. An
+// old id leaves the lists of the other nodes; the waiter listens again, on the new id's
+// channels, after its next attempt.
 func (w *waiting) rejoin() {
+	r := w.r
+	w.t.coord.dropAsk()
+	if w.t.policy.waitList {
+		r.leaveQueue()
+		r.waiter = newToken()
+		r.firstSent = time.Time{}
+	}
 	w.stopListening()
 	w.watches, w.tracking, w.listened = nil, nil, false
-	w.r.waiter = newToken()
-	w.r.firstSent = time.Time{}
 }
 
 func (w *waiting) stopListening() {

@@ -21,11 +21,10 @@
 --        queue, and the caller must ask again with a new one
 -- Late: finding its own token in the key (a grant, or an attempt of the same waiter that
 --   landed first), it only lengthens the key, never shortens it. Finding its token a
---   tombstone (the waiter was served, or left), it changes nothing. Otherwise it acts as
---   if on time: it may take a free lock that no one queued for, for at most ARGV[2], or
---   queue a token whose caller stopped asking, for at most ARGV[3] (no one refreshes it,
---   so it is skipped once its deadline passes): both only if it lands more than GONE_MS
---   after the waiter left the queue, or when the waiter never queued.
+--   tombstone (the waiter was served, or left), it changes nothing. Otherwise (it lands
+--   more than GONE_MS after that) it acts as if on time: it may take a free lock that no
+--   one queued for, for at most ARGV[2], or queue a token whose caller stopped asking,
+--   for at most ARGV[3] (no one refreshes it, so it is skipped once its deadline passes).
 -- Time comes from the server (TIME), never from the client.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -41,8 +40,7 @@ if holder == ARGV[1] then
 	end
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-local mine = redis.call('ZSCORE', KEYS[4], ARGV[1])
-if isGone(mine) then
+if isGone(redis.call('ZSCORE', KEYS[4], ARGV[1])) then
 	return goneReply()
 end
 
@@ -62,8 +60,8 @@ if not holder and (not head or head == ARGV[1]) then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 	if head then
 		redis.call('LPOP', KEYS[3])
-		gone(KEYS[4], ARGV[1], now)
 	end
+	gone(KEYS[4], ARGV[1], now) -- served: an earlier attempt of its, landing late, finds it gone
 	return redis.call('INCR', KEYS[2])
 end
 
@@ -71,7 +69,7 @@ local left = redis.call('PTTL', KEYS[1])
 if ARGV[4] == '1' then
 	return refuse(left, holder)
 end
-if not mine then
+if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then -- the loop above may have removed it
 	redis.call('RPUSH', KEYS[3], ARGV[1])
 end
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])

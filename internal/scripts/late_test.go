@@ -22,7 +22,6 @@ import (
 const (
 	lateTTL   = 60 * time.Second // the late call's lease length
 	lateLife  = 3 * time.Second  // a wait entry's life
-	lateGone  = 61000            // a leave's tombstone, in ms (waiter_leave ARGV[4])
 	tokenC    = "cccccccccccccccccccccccccccccccc"
 	otherLong = time.Hour // a later holder's lease, extended: a late call must not shorten it
 )
@@ -157,6 +156,14 @@ func (r *lateRig) wantList(t *testing.T, key string, want ...string) {
 	}
 }
 
+// wantGoneReply fails unless reply is gone.lua's: the waiter's id was served or left.
+func wantGoneReply(t *testing.T, reply int64) {
+	t.Helper()
+	if !Gone(reply) {
+		t.Fatalf("reply %d, want the gone reply", reply)
+	}
+}
+
 func wantRefused(t *testing.T, reply int64) {
 	t.Helper()
 	if reply > 0 {
@@ -180,7 +187,7 @@ func (r *lateRig) writeAcquire(token, waiter string, try bool) (int64, error) {
 
 func (r *lateRig) leaveWriters(waiter string) (int64, error) {
 	w := r.k.Writers()
-	return WaiterLeave.Run(ctx, r.rdb, []string{w, w}, waiter, r.k.Channel, "PUBLISH", lateGone).Int64()
+	return WaiterLeave.Run(ctx, r.rdb, []string{w, w}, waiter, r.k.Channel, "PUBLISH").Int64()
 }
 
 func (r *lateRig) readRelease(token string) (int64, error) {
@@ -197,7 +204,7 @@ func (r *lateRig) semAcquire(token string, n int, waiter string, try bool) (int6
 }
 
 func (r *lateRig) semLeave(waiter string) (int64, error) {
-	return WaiterLeave.Run(ctx, r.rdb, []string{r.k.QueueDeadlines(), r.k.Queue()}, waiter, r.k.Channel, "PUBLISH", lateGone).Int64()
+	return WaiterLeave.Run(ctx, r.rdb, []string{r.k.QueueDeadlines(), r.k.Queue()}, waiter, r.k.Channel, "PUBLISH").Int64()
 }
 
 func (r *lateRig) semRelease(token string) (int64, error) {
@@ -343,10 +350,9 @@ func TestLateRWWriteAcquire(t *testing.T) {
 			got, err := r.readAcquire(tokenC, "")
 			ok(t, got, err, 2) // new readers still get in
 		}},
-		{"after its undo and leave, free: the write lock until its own TTL", gaveUp, land, func(t *testing.T, r *lateRig, reply int64) {
-			ok(t, reply, nil, 1)
-			r.wantValue(t, r.k.Lock, tokenA)
-			r.wantPTTL(t, r.k.Lock, 1, lateTTL)
+		{"after its undo and leave, free: refused as gone, nothing taken", gaveUp, land, func(t *testing.T, r *lateRig, reply int64) {
+			wantGoneReply(t, reply)
+			r.wantGone(t, r.k.Lock)
 			r.wantNotListed(t, r.k.Writers(), "w")
 		}},
 		{"a copy after its own hold was extended: the key is not shortened", func(t *testing.T, r *lateRig) {
@@ -438,10 +444,9 @@ func TestLateSemaphoreAcquire(t *testing.T) {
 			r.wantList(t, r.k.Queue(), "w2")
 			r.wantNotListed(t, r.k.QueueDeadlines(), "w1")
 		}},
-		{"after its undo and leave, room and no queue: permits until its own TTL", gaveUp, land, func(t *testing.T, r *lateRig, reply int64) {
-			ok(t, reply, nil, 1)
-			r.wantEnds(t, r.k.Lock, tokenA, lateTTL)
-			r.wantPTTL(t, r.k.Lock, 1, lateTTL)
+		{"after its undo and leave, room and no queue: refused as gone, nothing taken", gaveUp, land, func(t *testing.T, r *lateRig, reply int64) {
+			wantGoneReply(t, reply)
+			r.wantGone(t, r.k.Lock)
 			r.wantList(t, r.k.Queue())
 		}},
 		{"beside a live holder that extended: its lease untouched", func(t *testing.T, r *lateRig) {
@@ -914,4 +919,70 @@ func TestLateLines(t *testing.T) {
 			t.Errorf("%s.lua has no %q line", name, "-- Late:")
 		}
 	}
+}
+
+// TestLateServedWriterNeverListedAgain: a writer's earlier attempt that lands after a
+// later attempt of the same request took the write lock finds the writer gone: listed
+// again, it would keep new readers out for an entry's life after the writer released.
+func TestLateServedWriterNeverListedAgain(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	r := &lateRig{rdb: rdb, k: keys(t, "finding:rw")}
+	got, err := r.writeAcquire(tokenB, "w", false) // the request's second attempt: served
+	must(t, got, err, 1)
+	if _, err := r.writeAcquire(tokenA, "w", false); err != nil { // its first, landing late
+		t.Fatal(err)
+	}
+	got, err = release(rdb, r.k, tokenB, "") // the writer is done
+	must(t, got, err, 1)
+	got, err = r.readAcquire(tokenC, "")
+	if err != nil || got <= 0 {
+		t.Fatalf("a reader after the served writer released: %d, %v: kept out by the writer's entry, brought back", got, err)
+	}
+}
+
+// TestLateServedSemaphoreWaiterNeverQueuedAgain: likewise a Semaphore waiter: queued
+// again at the head of an empty queue, every later request would wait behind it until its
+// entry died, though permits are free.
+func TestLateServedSemaphoreWaiterNeverQueuedAgain(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	r := &lateRig{rdb: rdb, k: keys(t, "finding:sem")}
+	got, err := r.semAcquire(tokenB, 2, "w1", false) // served, the semaphore full
+	must(t, got, err, 1)
+	if _, err := r.semAcquire(tokenA, 2, "w1", false); err != nil { // an earlier attempt, late
+		t.Fatal(err)
+	}
+	got, err = r.semRelease(tokenB)
+	must(t, got, err, 1)
+	got, err = r.semAcquire(tokenC, 1, "w2", false)
+	if err != nil || got <= 0 {
+		t.Fatalf("a request after the served waiter released: %d, %v; queue %v: held up by the served waiter's entry, brought back",
+			got, err, rdb.LRange(ctx, r.k.Queue(), 0, -1).Val())
+	}
+}
+
+// TestLateOwnTokenCopyNeverShortens: mutex_acquire and fair_acquire, finding their own
+// token (a copy of the call that landed first, or a grant), only lengthen the key: a copy
+// that lands after the hold was extended must not cut it.
+func TestLateOwnTokenCopyNeverShortens(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	r := &lateRig{rdb: rdb}
+	t.Run("mutex_acquire", func(t *testing.T) {
+		k := keys(t, "finding:mutex")
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 1)
+		rdb.PExpire(ctx, k.Lock, otherLong) // Extend(1h)
+		got, err = acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 2)
+		r.wantLong(t, k.Lock)
+	})
+	t.Run("fair_acquire", func(t *testing.T) {
+		k := keys(t, "finding:fair")
+		fk := []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines()}
+		got, err := FairAcquire.Run(ctx, rdb, fk, tokenA, 60000, 3000, "0").Int64()
+		must(t, got, err, 1)
+		rdb.PExpire(ctx, k.Lock, otherLong)
+		got, err = FairAcquire.Run(ctx, rdb, fk, tokenA, 60000, 3000, "0").Int64()
+		must(t, got, err, 1)
+		r.wantLong(t, k.Lock)
+	})
 }

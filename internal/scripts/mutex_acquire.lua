@@ -7,8 +7,8 @@
 -- KEYS[2]  fencing counter: an integer that only grows; it has no expiry, so tokens
 --          keep growing across holders and client restarts
 -- KEYS[3]  turn list: the ids of the processes waiting for the lock, oldest first
--- KEYS[4]  asks: a hash from process id to its standing request, "token ttl reserve
---          expires" (expires in Redis TIME milliseconds), which a release grants at once
+-- KEYS[4]  asks: a hash from process id to its standing request (mutex_asks.lua), which a
+--          release grants at once
 -- ARGV[1]  the new holder's token (128 random bits, hex); a waiting process keeps the same
 --          token across its attempts until it is granted
 -- ARGV[2]  lease length in milliseconds
@@ -21,13 +21,17 @@
 -- ARGV[5]  "1" to join the turn list when refused (Lock), "0" not to (TryLock)
 -- ARGV[6]  how long the turn list and the asks live after their last change, in ms
 -- ARGV[7]  how long a standing request lives unless the next attempt refreshes it, in ms
+-- ARGV[8]  the number of the standing request ARGV[1] is (mutex_asks.lua), or empty for an
+--          attempt with a token of its own
 --
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
 --        reserved are the ARGV[3] values up to and including it
 --   <= 0 refused (refusal.lua): how long until it is worth asking again, in milliseconds
 --        (the holder's remaining time, or the rest of another process's turn), 0 when
---        unknown (the key has no expiry); and the holder's tag
+--        unknown (the key has no expiry); and the holder's tag. Or goneReply() (gone.lua):
+--        the standing request ARGV[8] was served or left, and stands no more; the process
+--        must make a new one
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 --   list or the asks another type); the INCRBY error when the fencing counter is not an
 --   integer (the lock key is then left as it was).
@@ -37,14 +41,16 @@
 --   token, which it only lengthens, never shortens (another attempt or a grant of the
 --   same token may hold it with a longer lease); acquiring, it takes its process off the
 --   turns, as every acquisition does (a newer waiter of the process asks again, from the
---   back); refused, it writes its request back for at most ARGV[7], which the process's
---   next attempt, or its leave, replaces.
+--   back). A standing request that was served or left writes nothing: refused, the
+--   attempt neither lists the process again nor stands (mutex_asks.lua).
 -- The turn list and the asks change together: a process is listed exactly when it has a
 -- standing request, so HEXISTS tells whether it is listed (no LPOS: Redis before 6.0.6).
 -- An attempt that finds its own token (granted by a release, or a retry whose reply was
 -- lost) or its own turn succeeds with a fresh reservation, and lasts at least ARGV[2] from
 -- now.
 local me = ARGV[4]
+
+local seq = tonumber(ARGV[8])
 
 local function take(undo)
 	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
@@ -53,8 +59,11 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	if me ~= '' and redis.call('HDEL', KEYS[4], me) == 1 then
-		redis.call('LREM', KEYS[3], 0, me)
+	if me ~= '' then
+		askDone(KEYS[4], me, seq) -- before HDEL, which may delete the hash
+		if redis.call('HDEL', KEYS[4], me) == 1 then
+			redis.call('LREM', KEYS[3], 0, me)
+		end
 	end
 	return fence
 end
@@ -73,13 +82,16 @@ if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
 	end
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
 end
+if me ~= '' and seq and isAskDone(KEYS[4], me, seq) then
+	return goneReply()
+end
 if me ~= '' and ARGV[5] == '1' then
 	if redis.call('HEXISTS', KEYS[4], me) == 0 then
 		redis.call('RPUSH', KEYS[3], me)
 	end
 	local now = redis.call('TIME')
 	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[7])
-	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires)
+	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires .. ' ' .. (ARGV[8] or ''))
 	redis.call('PEXPIRE', KEYS[3], ARGV[6])
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end

@@ -17,6 +17,7 @@
 -- ARGV[5]  the longest lease a grant sets, in milliseconds (the grantee extends it)
 -- ARGV[6]  "release", or "leave" for a process that stopped waiting
 -- ARGV[7]  leave: the process id
+-- ARGV[8]  leave: the number of the process's standing request (mutex_asks.lua)
 --
 -- Passing on (pass_on.lua, in front of this script): the lock goes to the process that has
 -- waited longest, granted at once or promised for ARGV[4] milliseconds; without turns, or
@@ -46,8 +47,10 @@ if ARGV[6] == 'leave' then
 		pass() -- granted as it gave up
 		return 1
 	end
-	-- A request with another token is a newer waiter of the same process, which joined
+	-- The request left: an attempt of it that lands later does not stand again. A
+	-- request with another token is a newer waiter of the same process, which joined
 	-- after this one left: it keeps its place, and the turn if it has it.
+	askDone(KEYS[4], me, tonumber(ARGV[8]))
 	local ask = redis.call('HGET', KEYS[4], me)
 	if ask and string.sub(ask, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then
 		return 0

@@ -1,5 +1,5 @@
 -- pass_on: how a release that frees a Mutex's lock key passes it on. scripts.go puts this
--- in front of mutex_release.lua and multi_release.lua, so that a MultiMutex that releases a
+-- (after mutex_asks.lua) in front of mutex_release.lua and multi_release.lua, so that a MultiMutex that releases a
 -- name wakes, or grants, that name's Mutex waiters exactly as a Mutex release does.
 --
 -- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength) frees the
@@ -31,20 +31,21 @@ local function passOn(lock, turns, fence, asks, channel, publish, turnLength, gr
 		redis.call(publish, channel, 'released')
 		return
 	end
-	local ask = redis.call('HGET', asks, next)
-	redis.call('HDEL', asks, next)
-	if ask then
-		local token, ttl, reserve, expires = string.match(ask, '^(%S+) (%d+) (%d+) (%d+)$')
+	local token, ttl, reserve, expires, seq = parseAsk(redis.call('HGET', asks, next))
+	if token then
 		local now = redis.call('TIME')
-		if token and tonumber(expires) > now[1] * 1000 + math.floor(now[2] / 1000) then
+		if tonumber(expires) > now[1] * 1000 + math.floor(now[2] / 1000) then
 			local counter = redis.pcall('INCRBY', fence, reserve)
 			if type(counter) == 'number' then
+				askDone(asks, next, seq) -- granted: a late attempt of it does not stand again
+				redis.call('HDEL', asks, next)
 				redis.call('SET', lock, token, 'PX', math.min(tonumber(ttl), tonumber(grantLength)))
 				redis.call(publish, channel, 'grant:' .. next .. ':' .. token .. ':' .. counter .. ':' .. reserve)
 				return
 			end
 		end
 	end
+	redis.call('HDEL', asks, next)
 	redis.call('SET', lock, 'turn:' .. next, 'PX', turnLength)
 	redis.call(publish, channel, 'turn:' .. next)
 end

@@ -29,6 +29,8 @@ var (
 	fairAcquire string
 	//go:embed fair_release.lua
 	fairRelease string
+	//go:embed mutex_asks.lua
+	mutexAsks string // the prelude of the scripts that keep a Mutex's standing requests
 	//go:embed gone.lua
 	goneLua string // the prelude of the scripts that keep a wait list's tombstones
 	//go:embed rw_read_acquire.lua
@@ -63,21 +65,21 @@ var (
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
 var (
-	MutexAcquire     = redis.NewScript(refusal + mutexAcquire)
-	MutexRelease     = redis.NewScript(passOn + mutexRelease)
+	MutexAcquire     = redis.NewScript(refusal + goneLua + mutexAsks + mutexAcquire)
+	MutexRelease     = redis.NewScript(goneLua + mutexAsks + passOn + mutexRelease)
 	MutexExtend      = redis.NewScript(mutexExtend)
 	MultiAcquire     = redis.NewScript(refusal + multiAcquire)
-	MultiRelease     = redis.NewScript(passOn + multiRelease)
+	MultiRelease     = redis.NewScript(goneLua + mutexAsks + passOn + multiRelease)
 	MultiExtend      = redis.NewScript(multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
 	FairAcquire      = redis.NewScript(refusal + goneLua + fairAcquire)
 	FairRelease      = redis.NewScript(goneLua + fairRelease)
 	RwReadAcquire    = redis.NewScript(refusal + rwReadAcquire)
-	RwWriteAcquire   = redis.NewScript(refusal + rwWriteAcquire)
+	RwWriteAcquire   = redis.NewScript(refusal + goneLua + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)
 	MemberExtend     = redis.NewScript(memberExtend)
-	WaiterLeave      = redis.NewScript(waiterLeave)
-	SemaphoreAcquire = redis.NewScript(refusal + semaphoreAcquire)
+	WaiterLeave      = redis.NewScript(goneLua + waiterLeave)
+	SemaphoreAcquire = redis.NewScript(refusal + goneLua + semaphoreAcquire)
 	Inspect          = redis.NewScript(lockRead + inspect)
 	ForceUnlock      = redis.NewScript(lockRead + forceUnlock)
 	StampAcquire     = redis.NewScript(refusal + stampAcquire)

@@ -138,7 +138,7 @@ var sources = map[string]string{
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned,
 	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
-	"multi_extend": multiExtend, "gone": goneLua,
+	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -177,6 +177,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- readLock(limit) reads", "-- KEYS[1]"}
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
+		case "mutex_asks":
+			header = []string{"-- parseAsk(ask) returns", "-- askDone(asks, me, seq)", "-- isAskDone(asks, me, seq)"}
 		case "gone":
 			header = []string{"-- gone(deadlines, waiter, now)", "-- isGone(score)", "-- pruneGone(deadlines, now)", "-- goneReply()"}
 		case "pass_on":
@@ -794,6 +796,10 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	got, err = MemberRelease.Run(ctx, rdb, readers, r1, k.Channel, publish).Int64()
 	must(t, got, err, 0)
 	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id", waitArg, "0").Int64()
+	if err != nil || !Gone(got) { // the id left: never listed again, never served
+		t.Fatalf("a writer's attempt after its leave: %d, %v; want the gone reply", got, err)
+	}
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id2", waitArg, "0").Int64()
 	must(t, got, err, 4)
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, w2).Int64() // downgrade
 	must(t, got, err, 5)

@@ -5,11 +5,8 @@
 -- KEYS[2]  fencing counter
 -- KEYS[3]  permits: a hash, token -> permits held
 -- KEYS[4]  queue: a list of waiter ids in arrival order
--- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies. A
---          negative score is a tombstone, -(the Redis time in ms at which it dies): the id
---          of a waiter that gave up (waiter_leave.lua), never queued again while the
---          tombstone lives, so that an attempt of its that lands late cannot bring its
---          entry back
+-- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies; a
+--          waiter served or gone is a tombstone there (gone.lua)
 -- ARGV[1]  the holder token of this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  size: the permits that exist
@@ -25,17 +22,15 @@
 --   <= 0 not acquired (refusal.lua, with no holder's tag): the time in ms until the first
 --        holder's lease ends (0: unknown). Requests are served in order: a request waits while an earlier
 --        one waits, so a large request is not starved by small ones.
---   Unless ARGV[7] is '1', a refusal queues the waiter, unless its id is a tombstone.
+--   Unless ARGV[7] is '1', a refusal queues the waiter. Or goneReply() (gone.lua): the
+--   waiter's id was served or left; ask with a new one.
 -- Late: the holder token is fresh for each attempt, so a late landing finds its token
 --   absent (or present: a copy of the call that already landed, which changes nothing).
---   If the permits fit and no one is queued ahead, it takes them for its token until its
---   own TTL ends (the undo sent before it found nothing to undo). Otherwise it refuses
---   and queues the waiter, unless the waiter gave up: the leave's tombstone keeps it out
---   for as long as the leave said. A waiter that was served leaves no tombstone, so an
---   earlier attempt of its that lands after the one that served it queues it again, for
---   at most one entry lifetime (ARGV[6]), the cost of a waiter that died; so does a
---   landing after the tombstone died. It never touches a live holder's lease, and only
---   lengthens the holders' keys' expiry.
+--   If the waiter's id is a tombstone (served, or gave up), it changes nothing. Otherwise
+--   (it lands more than GONE_MS after that) it acts as if on time: if the permits fit and
+--   no one is queued ahead, it takes them for its token until its own TTL ends; refused,
+--   it queues the waiter for at most ARGV[6], which no one refreshes. It never touches a
+--   live holder's lease, and only lengthens the holders' keys' expiry.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -53,7 +48,10 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
 
-redis.call('ZREMRANGEBYSCORE', KEYS[5], -now, '(0') -- dead tombstones
+pruneGone(KEYS[5], now)
+if isGone(redis.call('ZSCORE', KEYS[5], ARGV[5])) then
+	return goneReply()
+end
 
 local head = redis.call('LINDEX', KEYS[4], 0)
 while head do
@@ -80,9 +78,9 @@ if used + n <= size and (not head or head == ARGV[5]) then
 			redis.call('PEXPIRE', key, ttl)
 		end
 	end
+	gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
 	if head then
 		redis.call('LPOP', KEYS[4])
-		redis.call('ZREM', KEYS[5], ARGV[5])
 		if used + n < size and redis.call('LLEN', KEYS[4]) > 0 then
 			-- Permits remain: the next in line may fit too.
 			redis.call(ARGV[9], ARGV[8], 'next')
@@ -96,9 +94,8 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if first[2] then
 	left = math.max(tonumber(first[2]) - now, 0)
 end
-local entry = redis.call('ZSCORE', KEYS[5], ARGV[5])
-if ARGV[7] ~= '1' and not (entry and tonumber(entry) < 0) then
-	if not entry then
+if ARGV[7] ~= '1' then
+	if not redis.call('ZSCORE', KEYS[5], ARGV[5]) then -- the loop above may have removed it
 		redis.call('RPUSH', KEYS[4], ARGV[5])
 	end
 	redis.call('ZADD', KEYS[5], now + tonumber(ARGV[6]), ARGV[5])

@@ -3,39 +3,22 @@
 -- of a Semaphore's queue keeps later requests out).
 --
 -- KEYS[1]  the sorted set of waiter deadlines (Redis time in ms; a negative score is a
---          tombstone, see rw_write_acquire.lua and semaphore_acquire.lua)
+--          tombstone, gone.lua)
 -- KEYS[2]  the list of waiters in arrival order, or the same key as KEYS[1] when there is none
 -- ARGV[1]  the waiter's id
 -- ARGV[2]  the channel that waiters listen on
 -- ARGV[3]  the publish command: PUBLISH or SPUBLISH
--- ARGV[4]  how long the waiter's tombstone lives, in milliseconds: while it does, an
---          attempt of the waiter that lands late does not list it again; empty or 0 for
---          none (the entry is only removed)
 --
 -- Reply: 1 the waiter was listed (not a tombstone); 0 it was not.
 -- Late: the waiter's id is fresh for each request and a leave is its last call, so a late
 --   leave finds the waiter listed (it is removed: the waiter gave up), or not (served,
 --   or its entry died), or a tombstone (a copy of the leave landed before, which it only
---   lengthens). It removes nothing but that id, publishes only when the id was listed,
---   and lists no one: a leave that lands after a late attempt of the same waiter takes
---   out what that attempt brought back.
+--   renews). It removes nothing but that id, publishes only when the id was listed, and
+--   lists no one; the tombstone keeps a late attempt of the waiter from listing it again.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local entry = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
-local listed = entry ~= nil and entry > 0
-local life = tonumber(ARGV[4]) or 0
-if life > 0 then
-	local until_ = now + life
-	if entry and entry < 0 then
-		until_ = math.max(until_, -entry)
-	end
-	redis.call('ZADD', KEYS[1], -until_, ARGV[1])
-	if redis.call('PTTL', KEYS[1]) < life then
-		redis.call('PEXPIRE', KEYS[1], life)
-	end
-else
-	redis.call('ZREM', KEYS[1], ARGV[1])
-end
+local listed = isListed(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+gone(KEYS[1], ARGV[1], now)
 if KEYS[2] ~= KEYS[1] then
 	redis.call('LREM', KEYS[2], 0, ARGV[1])
 end
