@@ -14,8 +14,6 @@ import (
 //
 //	go test -tags latefindings -run TestLateFinding ./internal/scripts/
 
-
-
 // TestLateFindingForceUnlockRemovesLaterHolder: a ForceUnlock that lands after its caller
 // gave up removes a lease taken after that (the operator meant the holder it saw).
 func TestLateFindingForceUnlockRemovesLaterHolder(t *testing.T) {
@@ -49,4 +47,3 @@ func TestLateFindingStampReleaseSameMillisecond(t *testing.T) {
 	got, err = stampRel(rdb, k, "PUBLISH", deadline) // hold 1's release, landing late
 	must(t, got, err, 0)
 }
-
