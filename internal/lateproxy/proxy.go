@@ -353,6 +353,20 @@ func (h *Held) Len() int {
 	return n
 }
 
+// ClientsClosed reports whether the client of every held connection has closed it (or
+// the connection has ended), so that delivered bytes land after their callers gave up.
+func (h *Held) ClientsClosed() bool {
+	for _, c := range h.conns {
+		c.mu.Lock()
+		gone := c.clientGone || c.ended
+		c.mu.Unlock()
+		if !gone {
+			return false
+		}
+	}
+	return true
+}
+
 // Deliver writes the held bytes of each connection to its upstream connection and
 // resumes forwarding. For a connection whose client has closed, the upstream side is
 // then shut down for writing, so that the server runs the bytes and closes; its replies

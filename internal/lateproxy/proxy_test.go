@@ -110,6 +110,9 @@ func TestHeldRequestLandsAfterClientGaveUp(t *testing.T) {
 	if err := c.Set(ctx, "other", "x", 0).Err(); err != nil {
 		t.Fatalf("SET on a connection opened after the hold: %v", err)
 	}
+	if !h.ClientsClosed() {
+		t.Fatal("ClientsClosed = false after go-redis dropped the timed-out connection")
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +164,9 @@ func TestDeliverResumesAnOpenConnection(t *testing.T) {
 	c.expect("+PONG")
 
 	h := p.HoldConnections()
+	if h.ClientsClosed() {
+		t.Fatal("ClientsClosed = true with the client connected")
+	}
 	c.send("SET a 1")
 	c.send("APPEND a 2")
 	if got, err := c.line(300 * time.Millisecond); err == nil {
