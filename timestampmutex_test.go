@@ -295,8 +295,10 @@ func TestTimestampMutexRenews(t *testing.T) {
 	}
 }
 
-// TestTimestampMutexExtend: Extend rewrites the deadline and the expiry, longer or
-// shorter; Close releases what the Client still holds.
+// TestTimestampMutexExtend: Extend rewrites the deadline and the expiry when it lengthens
+// the lease; one that shortens it moves ValidUntil down and leaves the key as it was (a
+// request that lands late must not cut a key that a later one lengthened); Close releases
+// what the Client still holds.
 func TestTimestampMutexExtend(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 20*time.Second)
@@ -305,14 +307,17 @@ func TestTimestampMutexExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ttl := range []time.Duration{time.Minute, 2 * time.Second} {
+	for _, tc := range []struct{ ttl, key time.Duration }{{time.Minute, time.Minute}, {2 * time.Second, time.Minute}} {
 		start := time.Now()
-		if err := l.Extend(ctx, ttl); err != nil {
-			t.Fatalf("Extend(%v): %v", ttl, err)
+		if err := l.Extend(ctx, tc.ttl); err != nil {
+			t.Fatalf("Extend(%v): %v", tc.ttl, err)
 		}
 		v, pttl := keyDeadline(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val()
-		if v < start.Add(ttl).UnixMilli() || v > time.Now().Add(ttl).UnixMilli() || pttl > ttl || pttl < ttl-time.Second {
-			t.Errorf("after Extend(%v): deadline %v ahead, expiry %v; want both %v", ttl, time.Until(time.UnixMilli(v)), pttl, ttl)
+		if v < start.Add(tc.key-time.Second).UnixMilli() || v > time.Now().Add(tc.key).UnixMilli() || pttl > tc.key || pttl < tc.key-time.Second {
+			t.Errorf("after Extend(%v): deadline %v ahead, expiry %v; want both about %v", tc.ttl, time.Until(time.UnixMilli(v)), pttl, tc.key)
+		}
+		if left := time.Until(l.ValidUntil()); left > tc.ttl {
+			t.Errorf("after Extend(%v): ValidUntil %v ahead", tc.ttl, left)
 		}
 	}
 	if err := c.Close(); err != nil {
