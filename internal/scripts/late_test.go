@@ -3,7 +3,6 @@ package scripts
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -905,20 +904,6 @@ func TestLateStamp(t *testing.T) {
 		must(t, got, err, 1)
 		r.wantGone(t, k.Lock)
 	})
-}
-
-// TestLateLines: every script of this set says what a late landing does. (The scripts
-// another change is rewriting, and the preludes pass_on, refusal and run_marks, are not
-// listed yet.)
-func TestLateLines(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"rw_read_acquire", "rw_write_acquire", "semaphore_acquire", "lock_read",
-		"stamp_acquire", "stamp_owned", "stamp_release", "multi_acquire", "multi_release", "mutex_release",
-		"member_release", "waiter_leave", "fence_raise", "force_unlock", "inspect"} {
-		if !strings.Contains(sources[name], "\n-- Late: ") {
-			t.Errorf("%s.lua has no %q line", name, "-- Late:")
-		}
-	}
 }
 
 // TestLateServedWriterNeverListedAgain: a writer's earlier attempt that lands after a

@@ -169,7 +169,8 @@ func TestHeaders(t *testing.T) {
 		if !strings.HasPrefix(src, "-- "+name+": ") {
 			t.Errorf("%s does not start with %q", f, "-- "+name+": ")
 		}
-		header := []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:"}
+		// Every script says what it does when it lands late (late_test.go replays it so).
+		header := []string{"-- KEYS[1]", "-- ARGV[1]", "-- Reply:", "\n-- Late: "}
 		switch name { // the preludes document their functions
 		case "refusal":
 			header = []string{"-- refuse(left, holder) returns"}
