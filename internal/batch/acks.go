@@ -210,9 +210,10 @@ func (b *lanes) ackedRound(ctx context.Context, rdb redis.UniversalClient, calls
 		}
 	}
 	reloadOnFailure(b.rdb, calls) // before the calls are handed back
-	for _, c := range calls {
+	resend := noScriptAfter(calls)
+	for i, c := range calls {
 		switch {
-		case sn != nil && c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT"):
+		case sn != nil && i >= resend && isNoScript(c.Err):
 			missing = append(missing, c)
 		case follow && c.Err != nil && isMoved(c.Err):
 			moved = append(moved, c)

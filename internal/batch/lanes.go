@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -316,14 +318,48 @@ func evalSha(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*
 		}
 	}
 	reloadOnFailure(rdb, calls) // before the calls are handed back
-	for _, c := range calls {
-		if !last && c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+	resend := noScriptAfter(calls)
+	for i, c := range calls {
+		if !last && i >= resend && isNoScript(c.Err) {
 			missing = append(missing, c)
 			continue
 		}
 		c.Done <- c
 	}
 	return missing
+}
+
+// errNotResent is the error of a call that the server answered NOSCRIPT (its script cache
+// flushed under the connection) while a call written behind it in the same pipeline ran.
+var errNotResent = errors.New("dlock: not run: the server's script cache was flushed (NOSCRIPT), and calls written after this one already ran, so it is not sent again")
+
+// noScriptAfter returns the index from which the calls answered NOSCRIPT may be sent
+// again: those after the last call that the server ran. The calls answered NOSCRIPT before
+// that one get errNotResent instead: sent again, they would run after calls written
+// behind them, such as the release that undoes an acquire whose caller gave up on it,
+// which would then hold the lock for a whole TTL.
+func noScriptAfter(calls []*Call) int {
+	ran := -1
+	for i, c := range calls {
+		if !isNoScript(c.Err) && (c.Err == nil || isRedisError(c.Err)) {
+			ran = i
+		}
+	}
+	for i := range ran {
+		if c := calls[i]; isNoScript(c.Err) {
+			c.Err = fmt.Errorf("%w (%w)", errNotResent, c.Err)
+		}
+	}
+	return ran + 1
+}
+
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// isRedisError reports whether err is a reply of the server (redis.Nil included), so that
+// the call ran there; a connection's error leaves that unknown.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // answerAll answers calls with err.
