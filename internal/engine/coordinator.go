@@ -232,9 +232,11 @@ func (k *coordinator) prepare(r *request) (ask any) {
 	}
 	if q.ask == nil {
 		// Its clock starts now, before the token is first sent: no grant of it can come
-		// earlier.
+		// earlier. Its first attempt does not stand (no number): an uncontended Lock
+		// leaves no request behind.
 		c.asks++
 		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: strconv.FormatUint(c.asks, 10)}
+		return q.ask.token
 	} else if r.behind > 0 {
 		// Waiting already, with others queued here: this attempt refreshes the standing
 		// request, which a release may grant when more goroutines queue here than now.
@@ -242,7 +244,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// taken, and the tokens left over are a gap.
 		r.reserve = max(r.reserve, askReserve)
 	}
-	r.askSeq = q.ask.seq
+	r.askSeq = q.ask.seq // it stands from now on (mutex_asks.lua)
 	return q.ask.token
 }
 

@@ -22,7 +22,9 @@
 -- ARGV[6]  how long the turn list and the asks live after their last change, in ms
 -- ARGV[7]  how long a standing request lives unless the next attempt refreshes it, in ms
 -- ARGV[8]  the number of the standing request ARGV[1] is (mutex_asks.lua), or empty for an
---          attempt with a token of its own
+--          attempt that does not stand: one with a token of its own, or the first attempt
+--          of a request (so that an uncontended Lock leaves no request behind, and a late
+--          copy of it none either)
 --
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition: the tokens
@@ -35,21 +37,22 @@
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 --   list or the asks another type); the INCRBY error when the fencing counter is not an
 --   integer (the lock key is then left as it was).
--- Late: an attempt that lands after its caller gave up acts as if on time: it may take a
---   free lock, for at most ARGV[2] (the client undoes a fresh token's attempt; a standing
---   request's token is taken by the process's next attempt, or left); it may find its own
---   token, which it only lengthens, never shortens (another attempt or a grant of the
---   same token may hold it with a longer lease); acquiring, it takes its process off the
---   turns, as every acquisition does (a newer waiter of the process asks again, from the
---   back). A standing request that was served or left writes nothing: refused, the
---   attempt neither lists the process again nor stands (mutex_asks.lua).
+-- Late: an attempt of a standing request that was served or left (mutex_asks.lua) takes
+--   nothing and writes nothing, unless it finds its own token, which it only lengthens,
+--   never shortens (another attempt or a grant of the same token may hold it with a longer
+--   lease). Otherwise it acts as if on time: it may take a free lock for at most ARGV[2]
+--   (the client undoes a fresh token's attempt; a standing request's is taken by the
+--   process's next attempt, or left), or the turn promised to its process if it stands
+--   (only a standing request, which its process still makes, takes a turn); acquiring, it
+--   takes its process off the turns, as every acquisition does (a newer waiter of the
+--   process asks again, from the back); refused, it stands for at most ARGV[7], and an
+--   attempt without a number never stands.
 -- The turn list and the asks change together: a process is listed exactly when it has a
 -- standing request, so HEXISTS tells whether it is listed (no LPOS: Redis before 6.0.6).
 -- An attempt that finds its own token (granted by a release, or a retry whose reply was
--- lost) or its own turn succeeds with a fresh reservation, and lasts at least ARGV[2] from
--- now.
+-- lost), or a standing request that finds its process's turn, succeeds with a fresh
+-- reservation, and lasts at least ARGV[2] from now.
 local me = ARGV[4]
-
 local seq = tonumber(ARGV[8])
 
 local function take(undo)
@@ -59,21 +62,33 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	if me ~= '' then
-		askDone(KEYS[4], me, seq) -- before HDEL, which may delete the hash
-		if redis.call('HDEL', KEYS[4], me) == 1 then
-			redis.call('LREM', KEYS[3], 0, me)
-		end
+	if me == '' then
+		return fence
+	end
+	-- The process is served: its standing request, and this attempt's, are done (before
+	-- HDEL, which may delete the hash). An uncontended Lock has neither.
+	local ask = redis.call('HGET', KEYS[4], me)
+	local _, _, _, _, standing = parseAsk(ask)
+	local done = math.max(standing or 0, seq or 0)
+	if done > 0 then
+		askDone(KEYS[4], me, done)
+	end
+	if ask then
+		redis.call('HDEL', KEYS[4], me)
+		redis.call('LREM', KEYS[3], 0, me)
 	end
 	return fence
 end
 
+-- GET fails with WRONGTYPE when the key is not a string.
+if me ~= '' and seq and redis.call('GET', KEYS[1]) ~= ARGV[1] and isAskDone(KEYS[4], me, seq) then
+	return goneReply() -- served or left: a late attempt of it takes nothing
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return take(function() redis.call('DEL', KEYS[1]) end)
 end
--- GET fails with WRONGTYPE when the key is not a string.
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
+if holder == ARGV[1] or (seq and holder == 'turn:' .. me) then
 	local left = redis.call('PTTL', KEYS[1])
 	if holder ~= ARGV[1] then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -82,16 +97,13 @@ if holder == ARGV[1] or (me ~= '' and holder == 'turn:' .. me) then
 	end
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
 end
-if me ~= '' and seq and isAskDone(KEYS[4], me, seq) then
-	return goneReply()
-end
-if me ~= '' and ARGV[5] == '1' then
+if me ~= '' and seq and ARGV[5] == '1' then
 	if redis.call('HEXISTS', KEYS[4], me) == 0 then
 		redis.call('RPUSH', KEYS[3], me)
 	end
 	local now = redis.call('TIME')
 	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[7])
-	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires .. ' ' .. (ARGV[8] or ''))
+	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires .. ' ' .. seq)
 	redis.call('PEXPIRE', KEYS[3], ARGV[6])
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end

@@ -47,13 +47,17 @@ type turnArgs struct {
 	reserve int64
 	me      string // "" for no turns
 	try     bool
+	seq     string // the number of the process's standing request: "1" when "" and me is set
 }
 
 func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
 func acquireAs(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, a turnArgs) (int64, error) {
+	if a.seq == "" && a.me != "" {
+		a.seq = "1"
+	}
 	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence, k.Turns, k.Asks},
-		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000).Int64()
+		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000, a.seq).Int64()
 }
 
 func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
@@ -408,7 +412,9 @@ func TestMutexTurns(t *testing.T) {
 	if v := rdb.Get(ctx, k.Lock).Val(); v != "turn:p3" {
 		t.Fatalf("lock = %q, want the promise to p3", v)
 	}
-	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
+	p1again := p1
+	p1again.seq = "2" // p1's request 1 was served: this is a new one
+	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1again)
 	if err != nil {
 		t.Fatal(err)
 	}
