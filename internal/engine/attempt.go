@@ -54,7 +54,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	}
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	token, claim := attemptToken(r)
-	v := poll(ctx, c, nil, t.cfg.TTL,
+	v := canvass(ctx, c, nil, t.cfg.TTL,
 		func(call *batch.Call) { t.scheme.acquire(t, r, token, call) },
 		func(v *votes) bool { return v.settled(need) })
 	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
@@ -62,6 +62,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 		r.firstSent = v.start
 	}
 	verdict := v.verdict(need, time.Now().Before(deadline))
+	hearLate(c, v, t, settledOn(v, verdict))
 	if verdict == acquired {
 		return r.attempted(lockCtx, acquiredHold(ctx, lockCtx, r, v, token, deadline), v, verdict)
 	}
@@ -127,8 +128,7 @@ func refused(r *request, v *votes, verdict verdict, need int) attempt {
 // has confirmed its fencing token.
 func acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any, deadline time.Time) attempt {
 	t := r.t
-	// The counter's largest value is the top of the block reserved (coordinator.go).
-	counter := slices.Max(v.vals)
+	counter := settledOn(v, acquired)
 	if len(t.c.nodes) > 1 && !settleFence(ctx, t, v.vals, counter) {
 		t.releaseAbandoned(token, true)
 		return attempt{err: fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, counter)}
@@ -137,6 +137,15 @@ func acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, token any,
 	h := newHold(t, token, fence, spare, t.cfg.TTL, deadline, lockCtx)
 	h.permits = r.n
 	return attempt{h: h}
+}
+
+// settledOn is the fencing counter an attempt settles on: the largest a node granted, the
+// top of the block reserved (coordinator.go), when it acquired; else 0, none.
+func settledOn(v *votes, verdict verdict) int64 {
+	if verdict != acquired {
+		return 0
+	}
+	return slices.Max(v.vals)
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
@@ -153,8 +162,9 @@ func majorityFree(left []time.Duration, need int) time.Duration {
 }
 
 // settleFence makes sure a majority holds at least fence before the lock is granted: the
-// nodes that granted with a smaller counter are raised to it. Any later majority overlaps
-// this one, so its INCR starts from fence or above: tokens keep growing across majorities.
+// nodes that granted with a smaller counter are raised to it (and those that grant after
+// the verdict as their replies come: hearLate). Any later majority overlaps this one, so
+// its INCR starts from fence or above: tokens keep growing across majorities.
 func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bool {
 	c := t.c
 	need := t.scheme.need(len(c.nodes))
@@ -186,8 +196,9 @@ func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bo
 }
 
 // raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
-// a node that misses it is raised by the next acquisition anyway. With no node to raise
-// (the nodes are in step, the uncontended case) it sends nothing.
+// a node that misses it is raised by the next acquisition whose reply it sends, in time or
+// late. With no node to raise (the nodes are in step, the uncontended case) it sends
+// nothing.
 func raiseAbandoned(t *Target, nodes []int, fence string) {
 	sendTo(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
 		call.Script = scripts.FenceRaise

@@ -33,16 +33,18 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	t, c := r.t, r.t.c
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	token := any(newToken())
-	counters := make([][]int64, len(t.parts)) // each part's replies, by node
-	var fence int64
+	polls := make([]*votes, 0, len(t.parts)) // each part's, by part
+	var fence, settled int64
+	defer func() { hearParts(c, t.parts, polls, settled) }()
 	var start, deadline time.Time
 	var v *votes
 	r.waitPart.Store(0) // all parts, until one refuses: a release meanwhile is not missed
 	for i, p := range t.parts {
 		floor := any(strconv.FormatInt(fence, 10))
-		v = poll(ctx, c, nil, t.cfg.TTL,
+		v = canvass(ctx, c, nil, t.cfg.TTL,
 			func(call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
 			func(v *votes) bool { return v.settled(need) })
+		polls = append(polls, v)
 		if i == 0 {
 			start, deadline = v.start, quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 		}
@@ -56,18 +58,26 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 			r.waitPart.Store(int32(i) + 1)
 			return r.attempted(lockCtx, refused(r, v, verdict, need), v, verdict)
 		}
-		counters[i] = v.vals
 		fence = max(fence, slices.Max(v.vals))
 	}
+	settled = fence // every part granted: a part's late grant below it raises its node
 	for i, p := range t.parts {
-		below := slices.ContainsFunc(counters[i], func(f int64) bool { return f > 0 && f < fence })
-		if below && !settleFence(ctx, p, counters[i], fence) {
+		below := slices.ContainsFunc(polls[i].vals, func(f int64) bool { return f > 0 && f < fence })
+		if below && !settleFence(ctx, p, polls[i].vals, fence) {
 			undoParts(ctx, t, t.parts, token)
 			err := fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)
 			return r.attempted(lockCtx, attempt{err: err}, v, acquired)
 		}
 	}
 	return r.attempted(lockCtx, attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}, v, acquired)
+}
+
+// hearParts hears the late replies of each part's poll (hearLate); fence is what the
+// attempt settled on, 0 for none.
+func hearParts(c *Client, parts []*Target, polls []*votes, fence int64) {
+	for i, v := range polls {
+		hearLate(c, v, parts[i], fence)
+	}
 }
 
 // undoParts gives back the parts an attempt took and waits for the replies, bounded by the

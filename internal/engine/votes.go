@@ -29,6 +29,14 @@ type votes struct {
 	ctxErr   error // ctx's error when the poll ended, if ctx ended it
 	start    time.Time
 
+	// What hearLate needs of the poll: its calls, to which the replies it did not wait
+	// for are still written, the nodes it sent to (nil: all), its per-node timeout, and
+	// whether a node it did not hear from is silent (record).
+	calls    []batch.Call
+	only     []int
+	timeout  time.Duration
+	silenced bool
+
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
 	// deployment, which then allocates once.
 	valsBuf     [inlineNodes]int64
@@ -74,13 +82,23 @@ func newVotes(n int) (*votes, []batch.Call) {
 
 // poll sends one call to each node (all of them, or those listed in only) and counts the
 // replies until decide says the outcome is settled, every node answered, the per-node
-// timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled.
+// timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled;
+// the replies of silent nodes among them are heard (hearLate).
 func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
+	v := canvass(ctx, c, only, ttl, prepare, decide)
+	hearLate(c, v, nil, 0)
+	return v
+}
+
+// canvass is poll that leaves the replies it did not wait for to its caller, which passes
+// the votes to hearLate once it knows what they are for (an acquisition's fence).
+func canvass(ctx context.Context, c *Client, only []int, ttl time.Duration,
+	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
 	v, calls := newVotes(len(c.nodes))
+	v.calls, v.only, v.timeout = calls, only, c.nodeTimeout(ttl)
 	v.markSilent(c.nodes, only)
-	timeout := c.nodeTimeout(ttl)
-	quorum.Fanout(ctx, c.batchers, calls, only, timeout, prepare, func(call *batch.Call) bool {
+	quorum.Fanout(ctx, c.batchers, calls, only, v.timeout, prepare, func(call *batch.Call) bool {
 		c.foldAck(call)
 		v.tally(call.Node, call.Val, call.Err)
 		v.decided = decide(v)
@@ -90,9 +108,7 @@ func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
 	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
-	if v.record(c.nodes, only, timeout) {
-		go hearLate(c.nodes, c.done, calls, only, v.unanswered(), timeout)
-	}
+	v.silenced = v.record(c.nodes, only, v.timeout)
 	return v
 }
 
@@ -157,29 +173,6 @@ func (v *votes) errAt(node int) error {
 		return nil
 	}
 	return v.errs[node]
-}
-
-// hearLate waits, for a while, for the replies that a poll did not wait for, and clears
-// the silence of the nodes they come from: a node that came back, or is merely slower
-// than the others, is waited for again. It runs only after a poll that left a silent
-// node unanswered, never on the path of an uncontended Lock.
-func hearLate(nodes []*Node, closed <-chan struct{}, calls []batch.Call, only []int, pending int, timeout time.Duration) {
-	var replies chan *batch.Call
-	polled(nodes, only, func(i int) { replies = calls[i].Done })
-	timer := time.NewTimer(silentPolls * timeout)
-	defer timer.Stop()
-	for ; pending > 0; pending-- {
-		select {
-		case call := <-replies:
-			if isReply(call.Err) {
-				nodes[call.Node].replied()
-			}
-		case <-timer.C:
-			return
-		case <-closed:
-			return
-		}
-	}
 }
 
 // polled calls f with the index of each node a poll sent to: those in only, or all.
@@ -319,6 +312,18 @@ func (v *votes) refusers() []int {
 
 // unanswered is how many nodes of a poll of every node never answered.
 func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
+
+// unheard is how many of the nodes the poll sent to did not answer, and the channel
+// their replies come on.
+func (v *votes) unheard(nodes []*Node) (pending int, replies chan *batch.Call) {
+	polled(nodes, v.only, func(i int) {
+		replies = v.calls[i].Done
+		if !v.answered[i] {
+			pending++
+		}
+	})
+	return pending, replies
+}
 
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
 // refusalBy is what an acquire script replies when holder (a token; "" for no single
@@ -234,26 +232,5 @@ func TestSilenceLapses(t *testing.T) {
 	time.Sleep(2 * silentPolls * time.Millisecond)
 	if n.silent() {
 		t.Fatalf("still silent after %d timeouts", 2*silentPolls)
-	}
-}
-
-// TestLateReplyEndsSilence: the reply of a silent node that comes after its poll gave up
-// on it ends its silence; a late transport error does not.
-func TestLateReplyEndsSilence(t *testing.T) {
-	c := &Client{nodes: []*Node{{}, {}}, done: make(chan struct{})}
-	replies := make(chan *batch.Call, 2)
-	calls := []batch.Call{{Node: 0, Done: replies}, {Node: 1, Done: replies}}
-	for _, n := range c.nodes {
-		n.missed(time.Minute)
-	}
-	calls[1].Err = errors.New("read tcp: i/o timeout")
-	replies <- &calls[1]
-	replies <- &calls[0]
-	hearLate(c.nodes, c.done, calls, nil, 2, time.Minute)
-	if c.nodes[0].silent() {
-		t.Error("node 0 replied late and is still silent")
-	}
-	if !c.nodes[1].silent() {
-		t.Error("node 1 failed late and is no longer silent")
 	}
 }

@@ -17,6 +17,7 @@ const (
 	mutBlackhole3 = "blackhole-3" // three nodes of five are blackholed, not two
 	mutShorten    = "shorten"     // the parent shortens the lock keys behind the holder's back
 	mutNoAcks     = "no-acks"     // the agents leave out WithReplicaAcks
+	mutRestartAll = "restart-all" // every node of the quorum restarted empty at once
 )
 
 // mutationCase runs one scenario once with one mutation.
@@ -34,6 +35,7 @@ var mutations = []mutationCase{
 	{mutIgnoreCtx, "delayed-replies", "the worker's discipline: it writes on without looking at its lease"},
 	{mutNoAOF, "tokens-restarts", "durable fencing counters: the server runs without AOF"},
 	{mutNoAOF, "restart-aof", "persistence: the node runs without AOF and comes back empty at once"},
+	{mutRestartAll, "tokens-rolling", "one node down at a time: every node is restarted empty at once half-way"},
 	{mutPoll, "volatile-keys", "waiting: the waiter polls with TryLock every two TTLs"},
 	{mutPoll, "script-flush", "waiting under contention: each goroutine tries the lock once every two TTLs, got or not"},
 	{mutNaive, "stale-release", "ownership: Unlock is a plain DEL, Extend a plain PEXPIRE"},

@@ -145,6 +145,15 @@ var scenarios = []scenario{
 		run:     tokensAcrossRestarts,
 	},
 	{
+		name:    "tokens-rolling",
+		fault:   "one process takes and releases the lock 200 times on a quorum of 5 without persistence; after each release one node, in turn, is killed (SIGKILL) and restarted empty, never more than one down",
+		asserts: "fencing tokens strictly increase: every node seen behind, by a grant in time or a late one, is raised, so live nodes keep step",
+		checks:  []string{chkTokens, chkNoErrors},
+		runs:    1,
+		figure:  figure{"smallest step between consecutive tokens %+.0f", worstMin},
+		run:     tokensRollingRestarts,
+	},
+	{
 		name:    "stale-release",
 		fault:   "A's lease goes stale and B takes the lock; A then calls Unlock or Extend(1 min) on it: twice after an operator deleted A's key (A still believes), twice after A was stopped past its TTL",
 		asserts: "each stale call returns ErrNotHeld; B's key keeps its value and a TTL within B's own",

@@ -116,6 +116,10 @@ func getReplies(n int) chan *batch.Call {
 	return make(chan *batch.Call, n)
 }
 
+// Recycle keeps for reuse the channel of a Fanout that returned before every reply came,
+// once the caller has taken all of them from it: nothing will send on it again.
+func Recycle(replies chan *batch.Call) { putReplies(replies) }
+
 // putReplies keeps an empty channel that nothing will send on again.
 func putReplies(ch chan *batch.Call) {
 	if cap(ch) == pooledReplies && len(ch) == 0 {

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/quorum"
+)
+
+// The replies a poll did not wait for. quorum.Fanout returns once the outcome is settled,
+// and a call still out is written to when its reply comes, on the poll's channel. These
+// replies are heard for two reasons.
+//
+// Any reply ends its node's silence: a node that came back, or is merely slower than the
+// others, is waited for again.
+//
+// A grant of an acquisition that shows its node's fencing counter below the fence the
+// acquisition settled on raises that node (fence_raise.lua, which only raises). settleFence
+// raises the nodes that granted in time; without this, a node that grants late stays behind.
+// A node restarted empty nearly always grants late on its first call after the restart (a
+// new connection, its script cache reloaded), so on a quorum whose nodes restart one at a
+// time a node behind was the rule: once restarts had wiped the nodes that were raised, a
+// majority of such laggards sent the token back (issue 23). Raised as they are heard, the
+// live nodes keep step, and a node restarted empty cannot, with others behind, make such a
+// majority. A node in step (the uncontended case) gets nothing, and a raise that lands
+// late, after the hold ended or after later acquisitions, only raises.
+
+// lateReplies is what hear waits for, on a goroutine of its own.
+type lateReplies struct {
+	nodes   []*Node
+	closed  <-chan struct{} // the Client's done: nothing is heard after Close
+	replies chan *batch.Call
+	pending int           // replies still to come
+	wait    time.Duration // how long they are waited for
+	// raise, if not nil, is the lock of an acquisition that settled on fence: a late grant
+	// below fence raises its node's counter to it.
+	raise *Target
+	fence int64
+}
+
+// hearLate hears the replies that v's poll did not wait for, if one is wanted: that of a
+// node the poll found silent (votes.record), or, when fence is above zero (an acquisition
+// of t on a quorum that settled on fence), every one. It does not wait for them.
+func hearLate(c *Client, v *votes, t *Target, fence int64) {
+	raise := fence > 0 && len(c.nodes) > 1
+	if !v.silenced && !raise {
+		return
+	}
+	pending, replies := v.unheard(c.nodes)
+	if pending == 0 {
+		return
+	}
+	l := lateReplies{nodes: c.nodes, closed: c.done, replies: replies, pending: pending,
+		wait: silentPolls * v.timeout}
+	if raise {
+		l.raise, l.fence = t, fence
+	}
+	go l.hear()
+}
+
+// hear takes the late replies as they come, until all have come, for a while (a node that
+// did not answer by then is raised by the next acquisition it answers), or until Close.
+func (l lateReplies) hear() {
+	timer := time.NewTimer(l.wait)
+	defer timer.Stop()
+	for ; l.pending > 0; l.pending-- {
+		select {
+		case call := <-l.replies:
+			l.heard(call)
+		case <-timer.C:
+			return
+		case <-l.closed:
+			return
+		}
+	}
+	quorum.Recycle(l.replies) // every reply is in: the next poll may use the channel
+}
+
+// heard acts on one late reply: a reply ends its node's silence (a late transport error
+// does not), and a grant below the fence raises its node, without waiting for it.
+func (l *lateReplies) heard(call *batch.Call) {
+	if isReply(call.Err) {
+		l.nodes[call.Node].replied()
+	}
+	if l.raise != nil && call.Err == nil && call.Val > 0 && call.Val < l.fence {
+		raiseAbandoned(l.raise, []int{call.Node}, strconv.FormatInt(l.fence, 10))
+	}
+}
