@@ -14,24 +14,6 @@ import (
 //
 //	go test -tags latefindings -run TestLateFinding ./internal/scripts/
 
-// TestLateFindingForceUnlockRemovesLaterHolder: a ForceUnlock that lands after its caller
-// gave up removes a lease taken after that (the operator meant the holder it saw).
-func TestLateFindingForceUnlockRemovesLaterHolder(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	k := keys(t, "finding:force")
-	got, err := acquire(rdb, k, tokenA, time.Minute) // the stuck holder the operator saw
-	must(t, got, err, 1)
-	rdb.Del(ctx, k.Lock)                            // it expired; the operator's call timed out
-	got, err = acquire(rdb, k, tokenB, time.Minute) // a new holder
-	must(t, got, err, 2)
-	if err := ForceUnlock.Run(ctx, rdb, lockKeys8(k), 100, k.Channel, "PUBLISH", k.GrantedPrefix()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if v := rdb.Get(ctx, k.Lock).Val(); v != tokenB {
-		t.Fatalf("lock = %q: the late ForceUnlock removed the lease taken after it gave up", v)
-	}
-}
-
 // TestLateFindingStampReleaseSameMillisecond: a TimestampMutex release that lands after a
 // later hold wrote the very same deadline (acquired within the millisecond of the
 // release, with the same lease length) deletes that live hold's key.
