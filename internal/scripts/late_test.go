@@ -1017,6 +1017,21 @@ func TestLateStamp(t *testing.T) {
 		r.wantValue(t, k.Lock, later)
 		r.wantLong(t, k.Lock)
 	})
+	t.Run("release after a later hold of the same process in its millisecond: nothing changes", func(t *testing.T) {
+		// The release of hold 1 (deadline written at now) is sent; hold 2 acquires in the
+		// same millisecond with the same lease length, and its acquire lands first. Its
+		// deadline is one millisecond later: a Client's holds never own the same deadline
+		// (stampBook, engine/timestamp.go).
+		k := keys(t, "late:stamp:same-ms")
+		now := time.Now().UnixMilli()
+		deadline := now + lateTTL.Milliseconds()
+		got, err := stampAcq(rdb, k, now, deadline+1, lateTTL)
+		must(t, got, err, 1)
+		got, err = stampRel(rdb, k, "PUBLISH", deadline) // hold 1's release, landing late
+		must(t, got, err, 0)
+		r.wantValue(t, k.Lock, strconv.FormatInt(deadline+1, 10))
+		r.wantPTTL(t, k.Lock, 1, lateTTL)
+	})
 	t.Run("release after another client's GETSET: nothing changes", func(t *testing.T) {
 		k := keys(t, "late:stamp:5")
 		theirs := strconv.FormatInt(time.Now().UnixMilli()+30_000, 10)
