@@ -11,7 +11,7 @@ import (
 )
 
 // ErrLockChanged is what ForceUnlock reports for a node where the lock was taken again
-// between each of its readings and the removal that followed, forceRounds times in a row:
+// between each of its readings and the removal that followed, 5 times in a row (forceRounds):
 // a lock that busy is in use, not stuck, and nothing was removed there.
 var ErrLockChanged = errors.New("dlock: the lock changed hands on every try: it is in use, not stuck; nothing was removed")
 
@@ -32,7 +32,7 @@ const forceRounds = 5
 // taken after the reading is never removed, also when the removal reaches Redis after
 // ctx ended (a lost reply, a resent request). When a lease was taken in between, the
 // removal changes nothing and ForceUnlock tries again with what is there now, up to
-// forceRounds times; a node where the lock changed hands every time fails with
+// 5 times (forceRounds); a node where the lock changed hands every time fails with
 // ErrLockChanged. So it removes whoever holds the lock at one instant of the call, and
 // reports exactly that: a lock that keeps changing hands is not stuck, and removing its
 // newest holder is not what the call is for.
