@@ -94,15 +94,27 @@ func lockReadKeys(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Fence, k.Turns, k.Queue(), k.QueueDeadlines(), k.Readers(), k.Writers(), k.Permits()}
 }
 
-// runLockScript runs inspect.lua or force_unlock.lua (which reply alike) on one node and
-// decodes the reply. args follow the limit.
-func runLockScript(ctx context.Context, n *engine.Node, keys keyspace.Keys, script *redis.Script, args ...any) (NodeInfo, error) {
-	reply, err := script.Run(ctx, n.RDB, lockReadKeys(keys), append([]any{inspectLimitArg}, args...)...).Slice()
+// runLockScript runs inspect.lua on one node and decodes the reply.
+func runLockScript(ctx context.Context, n *engine.Node, keys keyspace.Keys, script *redis.Script) (NodeInfo, error) {
+	reply, err := lockScript(ctx, n, keys, script)
 	if err != nil {
 		return NodeInfo{}, err
 	}
 	return decodeLock(reply, lockReadKeys(keys))
 }
+
+// lockScript runs inspect.lua or force_unlock.lua (whose reply begins as inspect.lua's)
+// on one node, and checks that the reply holds a reading. args follow the limit.
+func lockScript(ctx context.Context, n *engine.Node, keys keyspace.Keys, script *redis.Script, args ...any) ([]any, error) {
+	reply, err := script.Run(ctx, n.RDB, lockReadKeys(keys), append([]any{inspectLimitArg}, args...)...).Slice()
+	if err == nil && len(reply) < lockReplyLen {
+		err = fmt.Errorf("dlock: unexpected reply from the inspect script: %v", reply)
+	}
+	return reply, err
+}
+
+// lockReplyLen is the length of inspect.lua's reply.
+const lockReplyLen = 14
 
 // listeners counts the connections subscribed to the lock's release channel: PUBSUB
 // NUMSUB, or PUBSUB SHARDNUMSUB on the Cluster master that owns the lock's slot.
@@ -161,7 +173,7 @@ func summarise(name, key string, nodes []NodeInfo) *LockInfo {
 // decodeLock decodes lock_read.lua's reply (documented in inspect.lua); keys name the
 // keys it read, for the error about a key of the wrong type.
 func decodeLock(reply []any, keys []string) (NodeInfo, error) {
-	if len(reply) != 14 {
+	if len(reply) != lockReplyLen {
 		return NodeInfo{}, fmt.Errorf("dlock: unexpected reply from the inspect script: %v", reply)
 	}
 	var info NodeInfo

@@ -30,7 +30,9 @@ import (
 //   - The key holds no owner: the deadline is the holder's only mark. Two clients can
 //     write the same deadline (the same millisecond, or clocks and lease lengths that add
 //     up to it), and each then takes the other's lock for its own: dlock would renew it or
-//     delete it on Unlock.
+//     delete it on Unlock. The holds of one dlock Client are kept apart (a deadline
+//     another of its holds owns is moved a millisecond on); those of other processes
+//     cannot be.
 //   - A stale client can extend another's lock in the GETSET race: when two clients see
 //     the same passed deadline, the loser's GETSET still overwrites the winner's deadline
 //     with its own before it learns it lost. That deadline may be later or sooner than the

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -798,5 +799,89 @@ func TestTimestampMutexCluster(t *testing.T) {
 	}
 	if at := <-got; at.IsZero() || at.Sub(released) > 2*time.Second {
 		t.Errorf("the waiter got the lock %v after Unlock, want promptly", at.Sub(released))
+	}
+}
+
+// deadlineHook records, in the order they are sent, the deadline each stamp_acquire.lua
+// writes and the deadlines each stamp_release.lua carries.
+type deadlineHook struct {
+	mu       sync.Mutex
+	acquired []string
+	released map[string]bool
+	shared   []string // deadlines acquired that an earlier release carries
+}
+
+func (h *deadlineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.record(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// record reads EVAL(SHA) script numkeys keys... args...: the acquire's ARGV[2], the
+// release's ARGV[3..] (after its one key).
+func (h *deadlineHook) record(cmd redis.Cmder) {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return
+	}
+	sha, _ := args[1].(string)
+	if strings.EqualFold(cmd.Name(), "eval") {
+		sha = redis.NewScript(sha).Hash()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch sha {
+	case scripts.StampAcquire.Hash():
+		d := fmt.Sprint(args[6])
+		if h.released[d] {
+			h.shared = append(h.shared, d)
+		}
+		h.acquired = append(h.acquired, d)
+	case scripts.StampRelease.Hash():
+		for _, d := range args[6:] {
+			h.released[fmt.Sprint(d)] = true
+		}
+	}
+}
+
+// TestTimestampMutexHoldsNeverShareADeadline: holds of one Client that follow each other
+// within a millisecond write distinct deadlines, so that no release, landing however
+// late, owns a later hold's.
+func TestTimestampMutexHoldsNeverShareADeadline(t *testing.T) {
+	t.Parallel()
+	_, rdb := standalone(t)
+	h := &deadlineHook{released: map[string]bool{}}
+	rdb.AddHook(h)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 20*time.Second)
+	m := c.TimestampMutex("fast")
+	for range 300 {
+		l, err := m.TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.acquired) != 300 {
+		t.Fatalf("%d acquisitions recorded, want 300", len(h.acquired))
+	}
+	if len(h.shared) > 0 {
+		t.Fatalf("%d holds wrote a deadline an earlier release carries, e.g. %s", len(h.shared), h.shared[0])
 	}
 }

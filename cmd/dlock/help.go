@@ -275,6 +275,13 @@ or the waiting writers: waiters keep their order. By kind ('dlock help status'):
              many held how many permits
 Keys of other types are left alone, and unlock exits 1.
 
+It removes only what it has seen: it reads the lock, then removes it only if no lease
+was taken since (the fencing counter and the lock key are as read), so that a removal
+that reaches Redis late, after unlock gave up, never removes a newer holder. When one
+was taken in between, it reads again and tries again, 5 times at most; a lock that
+changes hands every time is in use, not stuck: unlock removes nothing, says so and
+exits 1.
+
 A holder that is still alive learns at its next renewal (within a third of its TTL) that
 its lock is lost, and 'dlock run' then stops its command; until then two holders may run
 at once, and only fencing tokens protect your data. That is why unlock refuses without
@@ -287,10 +294,12 @@ Flags:
              name, key, node (quorum only), removed, kind, holder, ttl_ms; for an
              RWMutex also readers (the live readers found) and readers_removed; for a
              Semaphore holders and permits_in_use (what was removed); for a FairMutex
-             queue_head (the waiter told on its channel, absent when none)
+             queue_head (the waiter told on its channel, absent when none); changed
+             true when the lock changed hands before every removal (nothing removed)
 ` + serverFlagsHelp + `
-Exit codes: 0 done (or nothing was held); 1 a key is not a dlock lock, or an RWMutex
-still has readers (no --readers); 69 Redis cannot be used; 2 bad usage.
+Exit codes: 0 done (or nothing was held); 1 a key is not a dlock lock, an RWMutex
+still has readers (no --readers), or a lock changed hands before every removal; 69
+Redis cannot be used; 2 bad usage.
 
 Examples:
   dlock unlock --force nightly-report

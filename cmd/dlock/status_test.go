@@ -223,3 +223,12 @@ func statusJSONQuiet(env []string, args ...string) []lockInfo {
 	_ = json.Unmarshal(out, &infos)
 	return infos
 }
+
+// TestUnlockChangedSaysNothingWasRemoved: a lock that changed hands before every removal
+// (dlock.ErrLockChanged) is reported as not removed, and why.
+func TestUnlockChangedSaysNothingWasRemoved(t *testing.T) {
+	line := describeUnlock(unlockResult{Name: "busy", Changed: true})
+	if !strings.HasPrefix(line, `not removed: "busy"`) || !strings.Contains(line, "in use, not stuck") {
+		t.Fatalf("describeUnlock of a changed lock: %q", line)
+	}
+}

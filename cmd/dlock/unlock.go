@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,7 @@ type unlockResult struct {
 	Holders        *int64 `json:"holders,omitempty"`         // semaphore: the live holders removed
 	PermitsInUse   *int64 `json:"permits_in_use,omitempty"`  // semaphore: the permits they held
 	QueueHead      string `json:"queue_head,omitempty"`      // fair: the first live waiter, told on its own channel
+	Changed        bool   `json:"changed,omitempty"`         // not removed: taken again before every removal (dlock.ErrLockChanged)
 }
 
 // readersKept is the number of live readers of an RWMutex that were left holding it.
@@ -99,6 +101,8 @@ func cmdUnlock(c *cli, args []string) error {
 		for _, r := range rs {
 			results = append(results, r)
 			switch {
+			case r.Changed:
+				refused = append(refused, fmt.Sprintf("the lock %q changed hands before every removal: it is in use, not stuck; nothing was removed. See it with: dlock status %s", r.Name, r.Name))
 			case r.Kind != "" && !r.Removed && !isLockKind(r.Kind):
 				refused = append(refused, fmt.Sprintf("the key %s is a Redis %s, not a lock that unlock --force can remove; nothing was removed", r.Key, r.Kind))
 			case r.readersKept() > 0:
@@ -153,16 +157,19 @@ func (u *unlockCmd) unlock(ctx context.Context, d *deployment, c *dlock.Client, 
 	}
 	rs := make([]unlockResult, len(in.Nodes))
 	for i, n := range in.Nodes {
-		var info lockInfo
-		if n.Err != nil {
-			if info, err = foreignLock(ctx, d.nodes[i], in.Key, n.Err); err != nil {
+		switch {
+		case errors.Is(n.Err, dlock.ErrLockChanged): // taken again before every removal
+			rs[i] = unlockResult{Changed: true}
+		case n.Err != nil:
+			info, err := foreignLock(ctx, d.nodes[i], in.Key, n.Err)
+			if err != nil {
 				return nil, redisFailure(fmt.Sprintf("cannot remove the lock %q on %s", name, d.nodes[i].name), err)
 			}
 			info.Held = false // nothing was removed
-		} else {
-			info = nodeLockInfo(n, d.quorum())
+			rs[i] = removal(info, n)
+		default:
+			rs[i] = removal(nodeLockInfo(n, d.quorum()), n)
 		}
-		rs[i] = removal(info, n)
 		rs[i].Name, rs[i].Key = name, in.Key
 		if d.quorum() {
 			rs[i].Node = d.nodes[i].name
@@ -212,6 +219,8 @@ func describeUnlock(r unlockResult) string {
 		return fmt.Sprintf("%s had %v left", what, roundDuration(time.Duration(*r.TTLms)*time.Millisecond))
 	}
 	switch {
+	case r.Changed:
+		return fmt.Sprintf("not removed: %q%s changed hands before every removal (each removes only the holder it saw): it is in use, not stuck", r.Name, where)
 	case r.Kind == kindMutex && r.Removed:
 		return fmt.Sprintf("removed the lock %q%s: holder token %s, %s. Waiters were woken; %s", r.Name, where, r.Holder, left("its lease"), kept(""))
 	case r.Kind == kindFair && r.Removed:

@@ -93,7 +93,7 @@ func attemptToken(r *request) (token any, claim bool) {
 		return r.waiter, true
 	}
 	if m, ok := t.scheme.(tokenMaker); ok {
-		return m.newToken(), false
+		return m.newToken(t), false
 	}
 	return newToken(), false
 }

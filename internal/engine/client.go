@@ -43,6 +43,8 @@ type Client struct {
 	// while closed is false, so never after Close began to Wait.
 	inflight sync.WaitGroup
 
+	stamps stampBook // the TimestampMutex deadlines this Client's holds own, by key
+
 	turn  turn      // how long a release keeps the lock for the process whose turn it is
 	hooks testHooks // set by tests only, before the Client is used
 }

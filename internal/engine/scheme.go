@@ -32,10 +32,10 @@ type scheme interface {
 }
 
 // A tokenMaker is a scheme whose holders are not known by a fresh random token
-// (attemptToken): it makes the token of each attempt (TimestampMutex: the deadlines that
-// its hold writes).
+// (attemptToken): it makes the token of each attempt on t (TimestampMutex: the deadlines
+// that its hold writes).
 type tokenMaker interface {
-	newToken() any
+	newToken(t *Target) any
 }
 
 // An errorWrapper is a scheme that marks some of its nodes' errors (TimestampMutex: a key

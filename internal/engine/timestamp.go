@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +42,11 @@ import (
 //     they replace (a deadline taken over has passed, and the new one is in the future),
 //     so the holder a dlock client displaces always sees that it lost; nothing can make
 //     the other clients do the same.
+//   - Within one Client, no two holds of a key own the same deadline (stampBook): a new
+//     deadline moves forward a millisecond past those that another hold of the Client
+//     owns. Else a release that lands late, after a later hold of the same process wrote
+//     the very same millisecond (acquired within the millisecond of the release, or with
+//     another lease length), would find that hold's deadline its own and delete its key.
 
 // notStampPrefix begins the error that stamp_acquire.lua returns for a key that holds
 // something that is not a deadline.
@@ -75,7 +81,7 @@ type stampScheme struct{}
 
 func (stampScheme) kind() string { return KindTimestamp }
 
-func (stampScheme) newToken() any { return new(stamp) }
+func (stampScheme) newToken(t *Target) any { return &stamp{book: &t.c.stamps, key: t.keys.Lock} }
 
 func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
 	now := time.Now()
@@ -134,6 +140,9 @@ func (stampScheme) policy() policy {
 // from then on write writes no new deadline, only the newest one again, which the release
 // owns.
 type stamp struct {
+	book *stampBook // the Client's, which keeps the deadlines of its holds apart; nil: none
+	key  string     // the lock key, in book
+
 	mu      sync.Mutex
 	written []stamped // guarded by mu: oldest first
 	final   bool      // guarded by mu: a release took the deadlines owned; none is added
@@ -151,7 +160,6 @@ const maxStamps = 32
 // write, and returns it with the deadlines the key may hold before it lands. Once the
 // stamp is final, the deadline it returns is the newest one already written.
 func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []any) {
-	value := ms(now.Add(ttl).UnixMilli())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	owned = s.ownedLocked(now)
@@ -159,6 +167,7 @@ func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []a
 		return s.written[n-1].deadline, owned
 	}
 	forget := now.Add(2 * ttl)
+	value := ms(s.book.claim(s.key, s, now.Add(ttl).UnixMilli(), now, forget))
 	if n := len(s.written); n > 0 && s.written[n-1].deadline == any(value) {
 		if last := &s.written[n-1]; forget.After(last.forget) { // the same millisecond
 			last.forget = forget
@@ -203,4 +212,96 @@ func (s *stamp) ownedLocked(now time.Time) []any {
 		owned[i] = w.deadline
 	}
 	return owned
+}
+
+// stampBook keeps the deadlines of one Client's TimestampMutex holds apart: each key's
+// deadlines that a hold (a stamp) of the Client has written, until it can no longer be in
+// the key. A deadline is a hold's only mark, and a release carries every deadline its
+// hold may still find in the key: were a later hold of the same Client to write one of
+// them, that release, landing late, would delete the later hold's key. So a new deadline
+// moves forward a millisecond at a time until no other stamp of the Client owns it. That
+// shortens no lease; it lengthens one by a millisecond per hold of the key in excess of
+// one a millisecond within the last two lease lengths (a tight loop of Lock and Unlock),
+// and the key's expiry still ends a crashed holder's key one lease length after it was
+// written. The holds of other processes cannot be kept apart so: that is the protocol's
+// limit (timestampmutex.go).
+type stampBook struct {
+	mu      sync.Mutex
+	keys    map[string][]stampClaim // guarded by mu: by lock key, claims not yet forgotten
+	sweepAt int                     // guarded by mu: the number of keys at which to drop the idle ones
+}
+
+type stampClaim struct {
+	deadline int64
+	by       *stamp
+	// forget is when its stamp forgets it too (stamp.write: twice the lease length after
+	// it was written, so a lease length after the deadline). Another hold writes a
+	// deadline a lease length before it at most, so it cannot write this one later,
+	// unless the wall clock steps back by more than the two lease lengths: the limit the
+	// stamp has anyway.
+	forget time.Time
+}
+
+// claim returns the first deadline from want up that no stamp of the Client but s owns on
+// key, and records it as s's until forget. A nil book keeps nothing apart.
+func (b *stampBook) claim(key string, s *stamp, want int64, now, forget time.Time) int64 {
+	if b == nil {
+		return want
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	claims := b.liveLocked(key, now)
+	for ownedByOther(claims, s, want) {
+		want++
+	}
+	i := slices.IndexFunc(claims, func(c stampClaim) bool { return c.by == s && c.deadline == want })
+	if i >= 0 { // written again within its millisecond
+		claims[i].forget = later(claims[i].forget, forget)
+	} else {
+		claims = append(claims, stampClaim{deadline: want, by: s, forget: forget})
+	}
+	b.keys[key] = claims
+	return want
+}
+
+func ownedByOther(claims []stampClaim, s *stamp, deadline int64) bool {
+	return slices.ContainsFunc(claims, func(c stampClaim) bool { return c.by != s && c.deadline == deadline })
+}
+
+// liveLocked returns key's claims not yet forgotten at now, dropping the others, and
+// from time to time the keys that have none left. The caller holds mu.
+func (b *stampBook) liveLocked(key string, now time.Time) []stampClaim {
+	if b.keys == nil {
+		b.keys = make(map[string][]stampClaim)
+	}
+	if len(b.keys) >= b.sweepAt {
+		for k, claims := range b.keys {
+			if live := forgetLocked(claims, now); len(live) > 0 || k == key {
+				b.keys[k] = live
+			} else {
+				delete(b.keys, k)
+			}
+		}
+		b.sweepAt = max(64, 2*len(b.keys)) // one sweep per doubling: amortised
+	}
+	return forgetLocked(b.keys[key], now)
+}
+
+// forgetLocked drops the claims forgotten at now, in place.
+func forgetLocked(claims []stampClaim, now time.Time) []stampClaim {
+	live := claims[:0]
+	for _, c := range claims {
+		if now.Before(c.forget) {
+			live = append(live, c)
+		}
+	}
+	clear(claims[len(live):]) // let the stamps of dropped claims go
+	return live
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

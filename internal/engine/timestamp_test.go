@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -94,5 +95,61 @@ func TestStampReleaseOwnsLaterWrites(t *testing.T) {
 		if !slices.Contains(owned, got) {
 			t.Errorf("write %v after the release: owned %v before it lands, want it among them", w.after, owned)
 		}
+	}
+}
+
+// TestStampBookKeepsHoldsApart: the holds of one Client never own the same deadline of a
+// key, so that a release, which carries every deadline its hold owned, can never find a
+// later hold's deadline its own, whenever it lands.
+func TestStampBookKeepsHoldsApart(t *testing.T) {
+	t0 := time.Now()
+	var book stampBook
+	hold := func(key string) *stamp { return &stamp{book: &book, key: key} }
+	want := t0.Add(time.Second).UnixMilli()
+
+	first := hold("k")
+	d1, _ := first.write(t0, time.Second)
+	released := first.release(t0)
+	second := hold("k") // acquires within the millisecond of the release
+	d2, _ := second.write(t0, time.Second)
+	if d1 != ms(want) || d2 != ms(want+1) || slices.Contains(released, d2) {
+		t.Fatalf("deadlines %v then %v, released %v: want %d then %d, apart", d1, d2, released, want, want+1)
+	}
+	if again, _ := second.write(t0, time.Second); again != d2 {
+		t.Fatalf("the same hold in the same millisecond wrote %v, want its own %v again", again, d2)
+	}
+	if third, _ := hold("k").write(t0, time.Second); third != ms(want+2) {
+		t.Fatalf("a third hold wrote %v, want %d, past both", third, want+2)
+	}
+	if other, _ := hold("other").write(t0, time.Second); other != ms(want) {
+		t.Fatalf("a hold of another key wrote %v, want %d: keys are apart", other, want)
+	}
+
+	// A renewal of a later hold with a shorter lease lands on an earlier hold's deadline,
+	// which an Extend made long.
+	long := hold("r")
+	far, _ := long.write(t0, 10*time.Second)
+	owned := long.release(t0)
+	renewal := hold("r")
+	got, _ := renewal.write(t0.Add(5*time.Second), 5*time.Second)
+	if slices.Contains(owned, got) || got != ms(t0.Add(10*time.Second).UnixMilli()+1) {
+		t.Fatalf("renewal wrote %v, which the released hold (%v) owns %v", got, far, owned)
+	}
+}
+
+// TestStampBookForgets: a deadline is kept apart for as long as its hold may find it in
+// the key (twice its lease length), then forgotten, and idle keys with it.
+func TestStampBookForgets(t *testing.T) {
+	t0 := time.Now()
+	var book stampBook
+	(&stamp{book: &book, key: "k"}).write(t0, time.Second)
+	later := t0.Add(2*time.Second + time.Millisecond)
+	for i := range 100 { // enough keys to sweep
+		(&stamp{book: &book, key: "k" + strconv.Itoa(i)}).write(later, time.Second)
+	}
+	book.mu.Lock()
+	defer book.mu.Unlock()
+	if claims, ok := book.keys["k"]; ok {
+		t.Fatalf("key k still has %v after its deadline's two lease lengths", claims)
 	}
 }

@@ -1,9 +1,17 @@
 -- force_unlock: remove a lock whoever holds it, whatever its kind, and wake its waiters
--- (Client.ForceUnlock, 'dlock unlock --force'). Removed: the lock key (a holder's string
--- or a Semaphore's holders), an RWMutex's readers, a Semaphore's permits. Kept: the
--- fencing counter (tokens must keep growing) and the wait lists (turns, queues, waiting
--- writers), whose waiters are woken and take the lock in their order. Nothing is removed
--- when a key holds a type no lock gives it.
+-- (Client.ForceUnlock, 'dlock unlock --force'), provided it is still as the caller read
+-- it. Removed: the lock key (a holder's string or a Semaphore's holders), an RWMutex's
+-- readers, a Semaphore's permits. Kept: the fencing counter (tokens must keep growing)
+-- and the wait lists (turns, queues, waiting writers), whose waiters are woken and take
+-- the lock in their order. Nothing is removed when a key holds a type no lock gives it.
+--
+-- The version: the caller first reads the lock (inspect.lua, or this script's reply) and
+-- sends the fencing counter and the lock key's value it saw. Every acquisition of every
+-- kind raises the counter in the script that takes the lock (INCR, INCRBY, or a
+-- MultiMutex's SET above it); the value covers the clients that know nothing of the
+-- counter (another Redlock client, the TimestampMutex protocol's other clients), which
+-- write a fresh value. Both as seen: no lease has been taken since the reading, and what
+-- is removed is what the caller saw, less the holders that have left since.
 --
 -- KEYS[1]..KEYS[8]  the lock's keys, as lock_read.lua lists them
 -- ARGV[1]  the most entries to read of each list and set, as inspect.lua
@@ -11,15 +19,34 @@
 -- ARGV[3]  PUBLISH, or SPUBLISH on Redis Cluster
 -- ARGV[4]  the prefix of the FairMutex waiters' own channels: the first live waiter of the
 --          queue is told on ARGV[4]..its id, as fair_release.lua tells it
+-- ARGV[5]  the fencing counter the caller saw, '' when there was none
+-- ARGV[6]  the lock key's value the caller saw after one '=', '' when it held no string
 --
--- Reply: what was there before the removal, as inspect.lua replies.
--- Late: NOT harmless, by design: a late landing removes whatever holds the lock when it
---   lands, a lease taken after its caller gave up included (that holder learns of it at
---   its next renewal), and its reply, the record of what it removed, reaches no one. It
---   never touches the fencing counter or a wait list, and keeps no one out.
+-- Reply: what was there when it landed, as inspect.lua replies, and then changed: 1 when
+--   the lock is not as the caller saw it (nothing was changed; the reply is the new
+--   reading), 0 when it is (it was removed, if it was there and a lock).
+-- Late: harmless: a late landing removes a lock only if no lease was taken since its
+--   caller read it, so only holders its caller saw (and meant to remove) before it gave
+--   up; after a later acquisition it changes nothing, publishes nothing and replies
+--   changed. It never touches the fencing counter or a wait list, and keeps no one out.
 local r = readLock(tonumber(ARGV[1]))
-if r.bad ~= 0 or r.kind == '' then
-	return lockReply(r)
+local function reply(changed)
+	local out = lockReply(r)
+	out[15] = changed
+	return out
+end
+if r.bad ~= 0 then
+	return reply(0)
+end
+local value = ''
+if r.value then
+	value = '=' .. r.value
+end
+if (r.fence or '') ~= ARGV[5] or value ~= ARGV[6] then
+	return reply(1)
+end
+if r.kind == '' then
+	return reply(0)
 end
 redis.call('DEL', KEYS[1], KEYS[6], KEYS[8])
 redis.call(ARGV[3], ARGV[2], 'released')
@@ -33,4 +60,4 @@ if r.kind == 'fair' then
 		end
 	end
 end
-return lockReply(r)
+return reply(0)

@@ -796,34 +796,162 @@ func lockKeys8(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Fence, k.Turns, k.Queue(), k.QueueDeadlines(), k.Readers(), k.Writers(), k.Permits()}
 }
 
+// lockVersion is what a caller of force_unlock.lua read of the lock (inspect.lua): its
+// fencing counter and its lock key's value, as the script's ARGV[5] and ARGV[6].
+type lockVersion struct{ fence, value string }
+
+func (r *lateRig) read(t *testing.T) lockVersion {
+	t.Helper()
+	reply, err := Inspect.Run(ctx, r.rdb, lockKeys8(r.k), 100).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v lockVersion
+	v.fence, _ = reply[6].(string)
+	if value, ok := reply[4].(string); ok {
+		v.value = "=" + value
+	}
+	return v
+}
+
+// force lands force_unlock.lua sent with v, and returns its changed flag.
+func (r *lateRig) force(v lockVersion) (int64, error) {
+	k := r.k
+	reply, err := ForceUnlock.Run(ctx, r.rdb, lockKeys8(k), 100, k.Channel, "PUBLISH", k.GrantedPrefix(), v.fence, v.value).Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(reply) != 15 {
+		return 0, fmt.Errorf("force_unlock replied %d values, want 15", len(reply))
+	}
+	changed, _ := reply[14].(int64)
+	return changed, nil
+}
+
 // TestLateInspectAndForceUnlock: inspect writes nothing whenever it lands; force_unlock
-// removes whatever holds the lock when it lands, as its Late: line says (the harm is in
-// late_findings_test.go).
+// removes the lock only as its caller read it, so a late landing never removes a lease
+// taken after its caller gave up, whatever the kind.
 func TestLateInspectAndForceUnlock(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	r := &lateRig{rdb: rdb}
 	t.Run("inspect", func(t *testing.T) {
-		k := keys(t, "late:inspect")
-		rdb.Set(ctx, k.Lock, tokenB, otherLong)
-		rdb.Set(ctx, k.Fence, 3, 0)
-		if err := Inspect.Run(ctx, rdb, lockKeys8(k), 100).Err(); err != nil {
+		r := &lateRig{rdb: rdb, k: keys(t, "late:inspect")}
+		rdb.Set(ctx, r.k.Lock, tokenB, otherLong)
+		rdb.Set(ctx, r.k.Fence, 3, 0)
+		if err := Inspect.Run(ctx, rdb, lockKeys8(r.k), 100).Err(); err != nil {
 			t.Fatal(err)
 		}
-		r.wantValue(t, k.Lock, tokenB)
-		r.wantLong(t, k.Lock)
-		r.wantValue(t, k.Fence, "3")
+		r.wantValue(t, r.k.Lock, tokenB)
+		r.wantLong(t, r.k.Lock)
+		r.wantValue(t, r.k.Fence, "3")
 	})
-	t.Run("force_unlock after a new holder took the lock: removed, counter kept", func(t *testing.T) {
-		k := keys(t, "late:force")
-		rdb.Set(ctx, k.Lock, tokenB, otherLong) // taken after the operator's call gave up
-		rdb.Set(ctx, k.Fence, 5, 0)
-		if err := ForceUnlock.Run(ctx, rdb, lockKeys8(k), 100, k.Channel, "PUBLISH", k.GrantedPrefix()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		r.wantGone(t, k.Lock)
-		r.wantValue(t, k.Fence, "5")
-	})
+	var v lockVersion // what the late call's caller read, set by each case's state
+	land := func(t *testing.T, r *lateRig) (int64, error) { return r.force(v) }
+	runLate(t, rdb, "force_unlock", []late{{
+		name: "on the lock as its caller read it: removed, counter kept, waiters woken",
+		state: func(t *testing.T, r *lateRig) {
+			got, err := acquire(rdb, r.k, tokenA, time.Minute)
+			ok(t, got, err, 1)
+			v = r.read(t)
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 0)
+			r.wantGone(t, r.k.Lock)
+			r.wantValue(t, r.k.Fence, "1")
+			r.heard(t, "released")
+		},
+	}, {
+		// The harm this rule was written for: the operator's call gave up, the holder it
+		// saw expired, and a new holder took the lock before the removal landed.
+		name: "after a new holder took the lock: nothing changes",
+		state: func(t *testing.T, r *lateRig) {
+			got, err := acquire(rdb, r.k, tokenA, time.Minute)
+			ok(t, got, err, 1)
+			v = r.read(t)
+			rdb.Del(ctx, r.k.Lock)
+			got, err = acquire(rdb, r.k, tokenB, otherLong)
+			ok(t, got, err, 2)
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 1)
+			r.wantValue(t, r.k.Lock, tokenB)
+			r.wantLong(t, r.k.Lock)
+			r.wantValue(t, r.k.Fence, "2")
+			r.quiet(t)
+		},
+	}, {
+		name: "an RWMutex held by readers only, after another reader came: nothing changes",
+		state: func(t *testing.T, r *lateRig) {
+			got, err := r.readAcquire(tokenA, "")
+			ok(t, got, err, 1)
+			v = r.read(t)
+			got, err = r.readAcquire(tokenB, "")
+			ok(t, got, err, 2)
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 1)
+			r.wantEnds(t, r.k.Readers(), tokenA, lateTTL)
+			r.wantEnds(t, r.k.Readers(), tokenB, lateTTL)
+			r.quiet(t)
+		},
+	}, {
+		name: "a Semaphore, after another holder came: nothing changes",
+		state: func(t *testing.T, r *lateRig) {
+			got, err := r.semAcquire(tokenA, 1, "wa", true)
+			ok(t, got, err, 1)
+			v = r.read(t)
+			got, err = r.semAcquire(tokenB, 1, "wb", true)
+			ok(t, got, err, 2)
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 1)
+			r.wantEnds(t, r.k.Lock, tokenA, lateTTL)
+			r.wantEnds(t, r.k.Lock, tokenB, lateTTL)
+			if n := rdb.HLen(ctx, r.k.Permits()).Val(); n != 2 {
+				t.Fatalf("%d holders' permits kept, want 2", n)
+			}
+			r.quiet(t)
+		},
+	}, {
+		name: "a client that knows no counter took the key: nothing changes",
+		state: func(t *testing.T, r *lateRig) {
+			r.setLong(t, r.k.Lock, "theirs-1")
+			v = r.read(t)
+			r.setLong(t, r.k.Lock, "theirs-2")
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 1)
+			r.wantValue(t, r.k.Lock, "theirs-2")
+			r.quiet(t)
+		},
+	}, {
+		// A deadline is no owner: a later TimestampMutex hold may write the one the caller
+		// read. Its acquisition raised the counter.
+		name: "a TimestampMutex hold that wrote the deadline read: nothing changes",
+		state: func(t *testing.T, r *lateRig) {
+			now := time.Now().UnixMilli()
+			got, err := stampAcq(rdb, r.k, now, now+60_000, time.Minute)
+			ok(t, got, err, 1)
+			v = r.read(t)
+			rdb.Del(ctx, r.k.Lock)
+			got, err = stampAcq(rdb, r.k, now, now+60_000, time.Minute)
+			ok(t, got, err, 2)
+		},
+		land: land,
+		check: func(t *testing.T, r *lateRig, changed int64) {
+			ok(t, changed, nil, 1)
+			if n := rdb.Exists(ctx, r.k.Lock).Val(); n != 1 {
+				t.Fatal("the later hold's key was removed")
+			}
+			r.wantValue(t, r.k.Fence, "2")
+			r.quiet(t)
+		},
+	}})
 }
 
 // stampRun runs a TimestampMutex script on key k.
@@ -887,6 +1015,21 @@ func TestLateStamp(t *testing.T) {
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, later)
 		r.wantLong(t, k.Lock)
+	})
+	t.Run("release after a later hold of the same process in its millisecond: nothing changes", func(t *testing.T) {
+		// The release of hold 1 (deadline written at now) is sent; hold 2 acquires in the
+		// same millisecond with the same lease length, and its acquire lands first. Its
+		// deadline is one millisecond later: a Client's holds never own the same deadline
+		// (stampBook, engine/timestamp.go).
+		k := keys(t, "late:stamp:same-ms")
+		now := time.Now().UnixMilli()
+		deadline := now + lateTTL.Milliseconds()
+		got, err := stampAcq(rdb, k, now, deadline+1, lateTTL)
+		must(t, got, err, 1)
+		got, err = stampRel(rdb, k, "PUBLISH", deadline) // hold 1's release, landing late
+		must(t, got, err, 0)
+		r.wantValue(t, k.Lock, strconv.FormatInt(deadline+1, 10))
+		r.wantPTTL(t, k.Lock, 1, lateTTL)
 	})
 	t.Run("release after another client's GETSET: nothing changes", func(t *testing.T) {
 		k := keys(t, "late:stamp:5")

@@ -14,10 +14,12 @@
 --   is then final (nothing sent after it writes a new deadline: timestamp.go). A late
 --   release finds one of them (the hold its caller let go, or an attempt that landed after
 --   its own undo: deleted) or none (expired, taken by another client's SETNX or GETSET,
---   or by a later hold, which writes a later deadline): nothing changes. A deadline is not
---   unique: a later hold that wrote the very same millisecond (one acquired within the
---   millisecond of the release, or with another lease length) passes for this one, and a
---   late release deletes its key.
+--   or by a later hold): nothing changes. A later hold of the same Client never writes a
+--   deadline the release carries, also one acquired within the millisecond of the
+--   release or with another lease length: its deadline moves a millisecond forward past
+--   every one its Client's other holds own (stampBook, timestamp.go). Only a client of
+--   another process that writes the very same number passes for this hold: the
+--   protocol's limit (its key holds no owner).
 if not owned(redis.call('GET', KEYS[1]), 3) then
 	return 0
 end
