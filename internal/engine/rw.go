@@ -90,7 +90,7 @@ func (writeScheme) kind() string { return KindWrite }
 func (writeScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.RwWriteAcquire
 	call.Keys = rwKeys(t)
-	call.Args = []any{token, t.ttlArg, r.waiter, waiterTTLArg, flagArg(r.try)}
+	call.Args = []any{token, t.ttlArg, r.waiter, waiterTTLArg, flagArg(r.try), flagArg(len(t.c.nodes) == 1)}
 }
 
 func (writeScheme) release(t *Target, token any, publish string, call *batch.Call) {

@@ -181,7 +181,7 @@ func (r *lateRig) readAcquire(token, owner string) (int64, error) {
 }
 
 func (r *lateRig) writeAcquire(token, waiter string, try bool) (int64, error) {
-	return RwWriteAcquire.Run(ctx, r.rdb, r.rwKeys(), token, lateTTL.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try)).Int64()
+	return RwWriteAcquire.Run(ctx, r.rdb, r.rwKeys(), token, lateTTL.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try), "1").Int64()
 }
 
 func (r *lateRig) leaveWriters(waiter string) (int64, error) {

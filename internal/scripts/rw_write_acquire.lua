@@ -11,6 +11,10 @@
 -- ARGV[3]  the writer's id while it waits (stable across its attempts)
 -- ARGV[4]  wait entry lifetime in milliseconds (the writer refreshes it while it waits)
 -- ARGV[5]  '1' for a try: do not register as waiting
+-- ARGV[6]  '1' to leave a tombstone of the writer when it is served (one deployment); on
+--          a quorum, a request whose acquisition a majority refused is undone and asks
+--          again with the same id, which a tombstone on the nodes that granted it would
+--          refuse there for ever
 --
 -- Reply: an integer.
 --   > 0  acquired; the fencing token
@@ -21,7 +25,9 @@
 -- Late: the attempt's token is fresh, so a late landing finds the write lock free, held
 --   by someone else, or held by this very token (a copy of the call that already landed).
 --   Held by its own token, it only lengthens the key's expiry, never shortens it. If the
---   writer's id is a tombstone (the writer was served, or gave up), it changes nothing.
+--   writer's id is a tombstone (the writer was served, or gave up), it changes nothing; on
+--   a quorum (ARGV[6] not '1') a served writer leaves no tombstone, and a late attempt of
+--   it may list it again for at most ARGV[4].
 --   Otherwise (it lands more than GONE_MS after that) it acts as if on time: free of
 --   writer and readers, it takes the lock for its token until its own TTL ends; refused,
 --   it lists the writer as waiting for at most ARGV[4], which no one refreshes.
@@ -46,7 +52,11 @@ if isGone(entry) then
 end
 if not writer and redis.call('ZCARD', KEYS[3]) == 0 then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	gone(KEYS[4], ARGV[3], now) -- served: an earlier attempt of its, landing late, finds it gone
+	if ARGV[6] == '1' then
+		gone(KEYS[4], ARGV[3], now) -- served: an earlier attempt of its, landing late, finds it gone
+	else
+		redis.call('ZREM', KEYS[4], ARGV[3])
+	end
 	return redis.call('INCR', KEYS[2])
 end
 

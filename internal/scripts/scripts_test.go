@@ -777,7 +777,7 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	must(t, got, err, 1)
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, r2, ttlArg, "").Int64()
 	must(t, got, err, 2)
-	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w1, ttlArg, "writer-id", waitArg, "0").Int64()
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w1, ttlArg, "writer-id", waitArg, "0", "1").Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -802,11 +802,11 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	}
 	got, err = MemberRelease.Run(ctx, rdb, readers, r1, k.Channel, publish).Int64()
 	must(t, got, err, 0)
-	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id", waitArg, "0").Int64()
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id", waitArg, "0", "1").Int64()
 	if err != nil || !Gone(got) { // the id left: never listed again, never served
 		t.Fatalf("a writer's attempt after its leave: %d, %v; want the gone reply", got, err)
 	}
-	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id2", waitArg, "0").Int64()
+	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id2", waitArg, "0", "1").Int64()
 	must(t, got, err, 4)
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, w2).Int64() // downgrade
 	must(t, got, err, 5)

@@ -26,7 +26,9 @@
 --   waiter's id was served or left; ask with a new one.
 -- Late: the holder token is fresh for each attempt, so a late landing finds its token
 --   absent (or present: a copy of the call that already landed, which changes nothing).
---   If the waiter's id is a tombstone (served, or gave up), it changes nothing. Otherwise
+--   If the waiter's id is a tombstone (served, or gave up), it changes nothing (a try,
+--   which never queues, leaves none when served: a late copy of it queues nothing either).
+--   Otherwise
 --   (it lands more than GONE_MS after that) it acts as if on time: if the permits fit and
 --   no one is queued ahead, it takes them for its token until its own TTL ends; refused,
 --   it queues the waiter for at most ARGV[6], which no one refreshes. It never touches a
@@ -78,7 +80,9 @@ if used + n <= size and (not head or head == ARGV[5]) then
 			redis.call('PEXPIRE', key, ttl)
 		end
 	end
-	gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
+	if ARGV[7] ~= '1' then
+		gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
+	end
 	if head then
 		redis.call('LPOP', KEYS[4])
 		if used + n < size and redis.call('LLEN', KEYS[4]) > 0 then
