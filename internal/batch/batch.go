@@ -23,9 +23,10 @@
 // In every case, calls for one key are run in the order they were queued: an Unlock never
 // overtakes the Lock that a slow server has not run yet. The exceptions are calls whose
 // fate is unknown: a call that failed with its connection (or its read timeout) may still
-// run on the server after calls sent later on a new connection; a call that the server
-// answers NOSCRIPT (its script cache flushed under a live connection) is sent again after
-// the calls written behind it; and SendAll runs a pipeline of its own.
+// run on the server after calls sent later on a new connection; and SendAll runs a
+// pipeline of its own. A call that the server answers NOSCRIPT (its script cache flushed
+// under a live connection) is sent again only if no call written behind it ran: else it
+// fails, unsent (noScriptAfter).
 //
 // Errors: an error reply from Redis is an error that implements redis.Error (match it with
 // redis.HasErrorPrefix or go-redis' Is*Error helpers), a nil reply is redis.Nil, and a call
