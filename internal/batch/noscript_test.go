@@ -34,8 +34,8 @@ func TestNoScriptNeverRunsBehindLaterCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SendAll([]*Call{
-		{Script: incr, Keys: []string{"k"}, Args: []any{10}, Done: done},   // NOSCRIPT
-		{Script: echo, Keys: []string{"k"}, Args: []any{7}, Done: done},    // runs
+		{Script: incr, Keys: []string{"k"}, Args: []any{10}, Done: done},  // NOSCRIPT
+		{Script: echo, Keys: []string{"k"}, Args: []any{7}, Done: done},   // runs
 		{Script: incr, Keys: []string{"k"}, Args: []any{100}, Done: done}, // NOSCRIPT, last
 	})
 	got := map[any]*Call{}
