@@ -208,7 +208,13 @@ func renewTimeout(c *Client, ttl time.Duration) time.Duration {
 }
 
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
-// whether or not Redis can be reached.
+// whether or not Redis can be reached. The key may outlive the lease (an Extend shortened
+// the lease, not the key; a renewal landed after the deadline): it is given back if it
+// still holds the token, so that waiters need not wait for it to expire. A token is never
+// reused, so that release is harmless whenever it lands.
 func expire(e *renew.Entry) {
-	e.Value.(*Hold).end(ErrLost, reasonExpired)
+	h := e.Value.(*Hold)
+	if h.end(ErrLost, reasonExpired) && !h.t.policy.allOrNone { // allOrNone: end gives it back
+		h.t.releaseAbandoned(h.token, true)
+	}
 }
