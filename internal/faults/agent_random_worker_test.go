@@ -61,7 +61,7 @@ func (w *rndWorker) once(id string) {
 	}
 	l, err := w.a.rndAcquire(ctx, c, s, try, n)
 	if err != nil {
-		w.st.add("failed:" + cmp.Or(kindOf(err), "other"))
+		w.st.add("failed:" + failKind(err))
 		w.a.emit(event{Ev: evFailed, ID: id, Op: "acquire", Err: err.Error(), Kind: kindOf(err)})
 		return
 	}
@@ -167,4 +167,12 @@ func (a *agent) rndWatch(id string, h *held, s rndSpec) {
 		how = endReleased
 	}
 	a.emit(event{Ev: evEnded, ID: id, Name: h.name, At: at, Valid: valid, Err: how})
+}
+
+// failKind names why an acquisition failed, for the counts.
+func failKind(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	return cmp.Or(kindOf(err), "other")
 }

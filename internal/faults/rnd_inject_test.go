@@ -41,20 +41,20 @@ const (
 )
 
 // run alternates quiet stretches (3–6s at first, then 6–9s: the free-time check needs
-// time with no fault or afterglow) with bursts of 2–4s in which a fault starts every
-// 150–600ms, until until; it returns once every fault has ended.
+// time with no fault or afterglow) with bursts of 3–5s in which a fault starts every
+// 100–400ms, until until; it returns once every fault has ended.
 func (in *injector) run(until time.Time) {
 	quiet := [2]int{3000, 6000}
 	for {
 		in.r.sleep(in.between(quiet[0], quiet[1]))
 		quiet = [2]int{6000, 9000}
-		burst := time.Now().Add(in.between(2000, 4000))
+		burst := time.Now().Add(in.between(3000, 5000))
 		if burst.After(until) {
 			break
 		}
 		for time.Now().Before(burst) && in.r.ctx.Err() == nil {
 			in.wg.Go(in.one())
-			in.r.sleep(in.between(150, 600))
+			in.r.sleep(in.between(100, 400))
 		}
 	}
 	in.wg.Wait()
