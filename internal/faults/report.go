@@ -45,14 +45,15 @@ type Scenario struct {
 // RandomRun is one run of the randomized scenario: its seed, what it did and what it
 // found. A run is replayed with DLOCK_FAULTS_SEED=Seed.
 type RandomRun struct {
-	Seed        uint64           `json:"seed"`
-	Seconds     float64          `json:"seconds"`         // the workload's length
-	Operations  map[string]int64 `json:"operations"`      // by kind, summed over the processes
-	Faults      map[string]int   `json:"faults"`          // injected, by kind
-	LongestFree float64          `json:"longest_free_ms"` // outside fault windows, while someone waited
-	FreeName    string           `json:"free_name,omitempty"`
-	Violations  int              `json:"violations"`
-	First       string           `json:"first,omitempty"` // the first violation, check: message
+	Seed        uint64             `json:"seed"`
+	Seconds     float64            `json:"seconds"`         // the workload's length
+	Operations  map[string]int64   `json:"operations"`      // by kind, summed over the processes
+	Faults      map[string]int     `json:"faults"`          // injected, by kind
+	LongestFree float64            `json:"longest_free_ms"` // outside fault windows, while someone waited
+	FreeName    string             `json:"free_name,omitempty"`
+	Quiet       map[string]float64 `json:"quiet_s,omitempty"` // per deployment: seconds outside fault windows, when free time counts
+	Violations  int                `json:"violations"`
+	First       string             `json:"first,omitempty"` // the first violation, check: message
 }
 
 // Verdict is "pass", "FAIL" (violations found) or "error" (no verdict).

@@ -69,6 +69,7 @@ type rndResult struct {
 	violations  []violation
 	longestFree span
 	freeName    string
+	quiet       map[string]time.Duration // per deployment: the time outside fault windows, when free time counts
 }
 
 // checkRandom runs every check of the random scenario on log.
@@ -80,7 +81,22 @@ func checkRandom(log rndLog, b rndBounds) rndResult {
 	res.longestFree, res.freeName = free, name
 	res.violations = append(res.violations, vs...)
 	res.violations = append(res.violations, checkRndLeftovers(log)...)
+	res.quiet = quietTime(log, b.afterglow)
 	return res
+}
+
+// quietTime returns, per deployment, how long the workload ran outside fault windows:
+// the time in which the free-time check applies.
+func quietTime(log rndLog, afterglow time.Duration) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, scope := range log.scopes {
+		if _, ok := out[scope]; !ok {
+			for _, s := range subtract([]span{{log.start, log.end}}, faultSpans(log, name, afterglow)) {
+				out[scope] += s.len()
+			}
+		}
+	}
+	return out
 }
 
 // rel renders a time of the log as seconds since the workload began.

@@ -88,10 +88,10 @@ func randomRun(r *run) {
 		events = append(events, t.c.history()...)
 	}
 	end := time.Now()
-	rndDump(r, seed, events, in.faults)
 	left := rndLeftovers(r, map[string][]*redistest.Server{"one": one, "quorum": quorum}, end.Add(rndAfterglow))
 	log := rndLogOf(events, in.faults, start.UnixNano(), end.UnixNano())
 	log.left, log.scopes = left, rndScopes()
+	rndDump(r, seed, events, log)
 	rndReport(r, seed, dur, log, ops, in.counts())
 }
 
@@ -130,12 +130,15 @@ func rndReport(r *run, seed uint64, dur time.Duration, log rndLog, ops map[strin
 	free := ms(res.longestFree.len())
 	r.value(free)
 	row := RandomRun{Seed: seed, Seconds: dur.Seconds(), Operations: ops, Faults: faults,
-		LongestFree: free, FreeName: res.freeName, Violations: len(res.violations)}
+		LongestFree: free, FreeName: res.freeName, Violations: len(res.violations), Quiet: map[string]float64{}}
+	for k, v := range res.quiet {
+		row.Quiet[k] = v.Seconds()
+	}
 	if len(res.violations) > 0 {
 		row.First = res.violations[0].check + ": " + res.violations[0].msg
 	}
-	r.note("seed %d: %d holds, operations %s; faults %s; longest free time outside faults %.0f ms (%q)",
-		seed, len(log.holds), countList(ops), countList(faults), free, res.freeName)
+	r.note("seed %d: %d holds, operations %s; faults %s; longest free time outside faults %.0f ms (%q); outside faults: %s of %.0f s",
+		seed, len(log.holds), countList(ops), countList(faults), free, res.freeName, quietText(res.quiet), ms(log.end-log.start)/1e3)
 	if r.mutation == "" {
 		r.mu.Lock()
 		r.randoms = append(r.randoms, row)
@@ -148,6 +151,14 @@ func countList[V int | int64](m map[string]V) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func quietText(q map[string]time.Duration) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", k, q[k].Seconds()))
 	}
 	return strings.Join(parts, ", ")
 }
