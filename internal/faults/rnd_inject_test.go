@@ -79,24 +79,24 @@ func (in *injector) one() func() {
 	pi := in.intn(len(t.proxies))
 	p := t.proxies[pi]
 	where := fmt.Sprintf("%s→node%d", t.c.name, pi+1)
-	switch k := in.intn(10); {
-	case k < 3:
-		return func() { in.hold(t, where, p, false) }
-	case k < 5:
-		return func() { in.hold(t, where, p, true) }
+	switch k := in.intn(20); {
 	case k < 7:
+		return func() { in.hold(t, where, p, false) }
+	case k < 12:
+		return func() { in.hold(t, where, p, true) }
+	case k < 15:
 		return func() { in.delay(t, where, p) }
-	case k < 8:
+	case k < 17:
 		return func() { in.cut(t, where, p) }
 	}
 	return func() { in.pause(t) }
 }
 
-// hold holds back every request on the target's open connections for 0.3–2.5s (past
-// the clients' 1s timeout more often than not), then delivers them, or (dup) delivers
+// hold holds back every request on the target's open connections for 0.5–3s (past the
+// clients' 1s timeout more often than not), then delivers them, or (dup) delivers
 // them and again on a fresh connection, as a resent pipeline does.
 func (in *injector) hold(t *rndTarget, where string, p *lateproxy.Proxy, dup bool) {
-	d := in.between(300, 2500)
+	d := in.between(500, 3000)
 	from := time.Now()
 	h := p.HoldConnections()
 	in.r.sleep(d)
