@@ -60,13 +60,14 @@ func (w *rndWorker) once(id string) {
 		w.a.emit(event{Ev: evWaiting, ID: id, Names: s.Names, At: since})
 	}
 	l, err := w.a.rndAcquire(ctx, c, s, try, n)
+	at := time.Now().UnixNano() // Lock's return, before anything can delay the report
 	if err != nil {
 		w.st.add("failed:" + failKind(err))
-		w.a.emit(event{Ev: evFailed, ID: id, Op: "acquire", Err: err.Error(), Kind: kindOf(err)})
+		w.a.emit(event{Ev: evFailed, ID: id, Op: "acquire", At: at, Err: err.Error(), Kind: kindOf(err)})
 		return
 	}
 	w.st.add("acquired")
-	h := w.a.rndAdopt(id, s, n, since, l, c)
+	h := w.a.rndAdopt(id, s, n, since, at, l, c)
 	w.hold(h, s)
 	if s.NoRenew && w.rng.IntN(4) == 0 {
 		w.st.add("abandon")
@@ -125,7 +126,7 @@ func (w *rndWorker) extend(h *held, op string, ttl time.Duration) {
 
 // rndAdopt records and reports a lease and starts its watcher. A lease taken on a Client
 // that was closed meanwhile counts as let go when the Close began.
-func (a *agent) rndAdopt(id string, s rndSpec, n, since int64, l *dlock.Lease, c *dlock.Client) *held {
+func (a *agent) rndAdopt(id string, s rndSpec, n, since, at int64, l *dlock.Lease, c *dlock.Client) *held {
 	h := &held{l: l, name: s.Names[0]}
 	a.mu.Lock()
 	a.rnd.live[h] = c
@@ -141,7 +142,7 @@ func (a *agent) rndAdopt(id string, s rndSpec, n, since int64, l *dlock.Lease, c
 		}
 	}
 	a.emit(event{Ev: evAcquired, ID: id, Lock: s.Kind, Names: s.Names, Token: token, Tokens: tokens,
-		Since: since, Valid: l.ValidUntil().UnixNano(), N: n, Size: s.Size})
+		Since: since, At: at, Valid: l.ValidUntil().UnixNano(), N: n, Size: s.Size})
 	a.watchers.Go(func() { a.rndWatch(id, h, s) })
 	return h
 }
