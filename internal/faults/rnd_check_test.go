@@ -48,6 +48,7 @@ type rndFault struct {
 	kind, target string
 	scope        string // the deployment whose locks it may hold up; "" for all
 	from, to     int64
+	bytes        int // hold, duplicate: the bytes held back
 }
 
 // leftKey is a key found on a lock server at the end.

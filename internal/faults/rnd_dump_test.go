@@ -26,6 +26,7 @@ type rndRecord struct {
 type faultRecord struct {
 	Kind, Target, Scope string
 	From, To            int64
+	Bytes               int
 }
 
 type leftRecord struct {
@@ -55,7 +56,7 @@ func rndDump(r *run, seed uint64, events []event, log rndLog) {
 		_ = enc.Encode(rndRecord{Event: &events[i]})
 	}
 	for _, ft := range log.faults {
-		_ = enc.Encode(rndRecord{Fault: &faultRecord{ft.kind, ft.target, ft.scope, ft.from, ft.to}})
+		_ = enc.Encode(rndRecord{Fault: &faultRecord{ft.kind, ft.target, ft.scope, ft.from, ft.to, ft.bytes}})
 	}
 	for _, k := range log.left {
 		_ = enc.Encode(rndRecord{Left: &leftRecord{k.node, k.key, k.pttl}})
@@ -106,7 +107,7 @@ func rndLoad(path string) (rndLog, error) {
 		case rec.Event != nil:
 			events = append(events, *rec.Event)
 		case rec.Fault != nil:
-			faults = append(faults, rndFault{rec.Fault.Kind, rec.Fault.Target, rec.Fault.Scope, rec.Fault.From, rec.Fault.To})
+			faults = append(faults, rndFault{rec.Fault.Kind, rec.Fault.Target, rec.Fault.Scope, rec.Fault.From, rec.Fault.To, rec.Fault.Bytes})
 		case rec.Left != nil:
 			left = append(left, leftKey{rec.Left.Node, rec.Left.Key, rec.Left.PTTL})
 		}

@@ -100,14 +100,14 @@ func (in *injector) hold(t *rndTarget, where string, p *lateproxy.Proxy, dup boo
 	from := time.Now()
 	h := p.HoldConnections()
 	in.r.sleep(d)
-	kind := fHold
+	kind, held := fHold, h.Len()
 	if dup {
 		kind = fDuplicate
 		h.Duplicate()
 	} else {
 		h.Deliver()
 	}
-	in.log(rndFault{kind: kind, target: where, scope: t.scope, from: from.UnixNano(), to: time.Now().UnixNano()})
+	in.log(rndFault{kind: kind, target: where, scope: t.scope, from: from.UnixNano(), to: time.Now().UnixNano(), bytes: held})
 }
 
 // delay delays the replies to the target by 0.1–1.5s for 0.5–2s.
@@ -140,16 +140,20 @@ func (in *injector) log(f rndFault) {
 	in.mu.Lock()
 	in.faults = append(in.faults, f)
 	in.mu.Unlock()
-	in.r.step("fault %s on %s for %.0f ms", f.kind, f.target, ms(f.to-f.from))
+	in.r.step("fault %s on %s for %.0f ms (%d bytes held)", f.kind, f.target, ms(f.to-f.from), f.bytes)
 }
 
-// counts returns the faults made, by kind.
+// counts returns the faults made, by kind, and as "late" the holds that held requests
+// back (the others held idle connections).
 func (in *injector) counts() map[string]int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	out := map[string]int{}
 	for _, f := range in.faults {
 		out[f.kind]++
+		if f.bytes > 0 {
+			out["late"]++
+		}
 	}
 	return out
 }
