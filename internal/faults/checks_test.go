@@ -43,7 +43,7 @@ var checkMeanings = []struct{ name, means string }{
 	{chkBadInput, "invalid names, TTLs, sizes and counts get an error, at once, never a lease or a panic"},
 	{chkUntouched, "keys of the wrong type planted where dlock keeps its state are left exactly as they were (DUMP and TTL), and calls on them fail at once"},
 	{chkBelief, "a lease never believes in a key longer than a majority of the servers keep it"},
-	{chkLeftovers, "once every key's lifetime has passed, nothing but fencing counters is left on the lock servers"},
+	{chkLeftovers, "once every key's lifetime has passed, nothing but fencing counters is left on the lock servers: a key without expiry, or one that outlives its lifetime, is a leak"},
 	{chkAcks, "with WithReplicaAcks, a lock whose write no replica acknowledged is refused with ErrNotReplicated and left nowhere, and one that was acknowledged is still held on the promoted replica"},
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
 // The random scenario's checker: a pure function of the merged logs of every process
@@ -56,6 +58,22 @@ type leftKey struct {
 	node string
 	key  string
 	pttl time.Duration // -1: no expiry
+	life time.Duration // how long it may still live by design (keyLife); 0: it should be gone
+}
+
+// turnsLife is how long a Mutex's turn list and asks live after their last change
+// (max(3×TTL, 1 minute) in the engine; the scenario's TTLs are below 20s): they may
+// outlast the run, and go by themselves.
+const turnsLife = time.Minute
+
+// keyLife says how long key may outlive the end of the run: a Mutex's turn list and
+// asks up to turnsLife; every other key but the fencing counters is gone once the
+// leases' and the waiters' lifetimes have passed.
+func keyLife(key string) time.Duration {
+	if _, suffix, ok := keyspace.CompanionOf(key); ok && (suffix == ":turns" || suffix == ":asks") {
+		return turnsLife
+	}
+	return 0
 }
 
 // rndBounds are the checker's bounds.
@@ -130,11 +148,13 @@ func sortedNames[V any](m map[string]V) []string {
 const maxViolations = 5
 
 // checkRndLeftovers: once every key's lifetime has passed, nothing but fencing counters
-// may be left on the lock servers.
+// may be left on the lock servers. The keys are read once the leases' and the waiters'
+// lifetimes have passed; a key that may live longer by design (keyLife) is left only if
+// it has no expiry or expires later than its lifetime allows.
 func checkRndLeftovers(log rndLog) []violation {
 	var out []violation
 	for _, k := range log.left {
-		if isFence(k.key) {
+		if isFence(k.key) || k.pttl >= 0 && k.pttl <= k.life {
 			continue
 		}
 		if len(out) == maxViolations {

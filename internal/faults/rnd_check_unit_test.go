@@ -43,7 +43,7 @@ func cleanLog() rndLog {
 			wait([]string{"m"}, 1000, 2000), // free for a second, during the fault
 		},
 		faults: []rndFault{{kind: "pause", target: "X", from: 900 * msNs, to: 1600 * msNs}},
-		left:   []leftKey{{node: "n1", key: "{dlock:m}:fence", pttl: -1}},
+		left:   []leftKey{{node: "n1", key: "{dlock:m}:fence", pttl: -1}, {node: "n1", key: "{dlock:m}:turns", pttl: 30 * time.Second, life: time.Minute}},
 	}
 }
 
@@ -72,6 +72,8 @@ func TestCheckRandomViolations(t *testing.T) {
 		{chkFreeTime, func(l *rndLog) { l.faults = nil }},                                                         // the second of free time counts
 		{chkFreeTime, func(l *rndLog) { l.waits = append(l.waits, wait([]string{"never"}, 2500, 2700)) }},
 		{chkLeftovers, func(l *rndLog) { l.left = append(l.left, leftKey{node: "n1", key: "{dlock:f}:queue", pttl: -1}) }},
+		{chkLeftovers, func(l *rndLog) { l.left = append(l.left, leftKey{node: "n1", key: "dlock:m", pttl: time.Second}) }},
+		{chkLeftovers, func(l *rndLog) { l.left[1].pttl = -1 }}, // turns without expiry
 	} {
 		log := cleanLog()
 		tc.edit(&log)

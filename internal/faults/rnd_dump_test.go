@@ -109,7 +109,7 @@ func rndLoad(path string) (rndLog, error) {
 		case rec.Fault != nil:
 			faults = append(faults, rndFault{rec.Fault.Kind, rec.Fault.Target, rec.Fault.Scope, rec.Fault.From, rec.Fault.To, rec.Fault.Bytes})
 		case rec.Left != nil:
-			left = append(left, leftKey{rec.Left.Node, rec.Left.Key, rec.Left.PTTL})
+			left = append(left, leftKey{rec.Left.Node, rec.Left.Key, rec.Left.PTTL, keyLife(rec.Left.Key)})
 		}
 	}
 	log := rndLogOf(events, faults, run[0], run[1])

@@ -10,18 +10,22 @@ import (
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// rndLeftovers waits until the lock servers hold nothing but fencing counters, or until
-// deadline (when every key dlock may have written has outlived its lifetime), and
-// returns what is left then.
+// rndLeftovers waits until the lock servers hold nothing but fencing counters and keys
+// that may outlive the run by design (keyLife), or until deadline (when every other key
+// dlock may have written has outlived its lifetime), and returns what is left then.
 func rndLeftovers(r *run, deployments map[string][]*redistest.Server, deadline time.Time) []leftKey {
 	for {
 		var left []leftKey
+		short := false
 		for _, scope := range sortedNames(deployments) {
 			for i, s := range deployments[scope] {
-				left = append(left, keysOn(r, fmt.Sprintf("%s node %d", scope, i+1), s)...)
+				for _, k := range keysOn(r, fmt.Sprintf("%s node %d", scope, i+1), s) {
+					left = append(left, k)
+					short = short || k.life == 0
+				}
 			}
 		}
-		if len(left) == 0 || time.Now().After(deadline) || r.ctx.Err() != nil {
+		if !short || time.Now().After(deadline) || r.ctx.Err() != nil {
 			return left
 		}
 		r.sleep(250 * time.Millisecond)
@@ -43,7 +47,7 @@ func keysOn(r *run, node string, s *redistest.Server) []leftKey {
 			continue
 		}
 		ttl, _ := rdb.PTTL(ctx, k).Result()
-		out = append(out, leftKey{node: node, key: k, pttl: ttl})
+		out = append(out, leftKey{node: node, key: k, pttl: ttl, life: keyLife(k)})
 	}
 	return out
 }
