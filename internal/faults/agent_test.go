@@ -28,7 +28,8 @@ type agent struct {
 
 	mu     sync.Mutex
 	leases map[string]*held
-	closed bool // the Client was closed by a command
+	closed bool     // the Client was closed by a command
+	rnd    rndState // the random workload's
 
 	watchers sync.WaitGroup // one per lease: they report its end
 }
@@ -66,7 +67,7 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func newAgent(cfg agentConfig) (*agent, error) {
-	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}}
+	a := &agent{cfg: cfg, out: json.NewEncoder(os.Stdout), leases: map[string]*held{}, rnd: newRndState()}
 	for _, addr := range cfg.Nodes {
 		opts := clientOptions(addr)
 		a.nodes = append(a.nodes, redis.NewClient(opts))
@@ -117,11 +118,11 @@ func clientOptions(addr string) *redis.Options {
 // Redis clients.
 func (a *agent) shutdown() {
 	a.mu.Lock()
-	closed := a.closed
+	closed, client := a.closed, a.client
 	a.closed = true
 	a.mu.Unlock()
 	if !closed {
-		_ = a.client.Close()
+		a.closeMarked(client)
 	}
 	waitFor(&a.watchers, 2*time.Second) // Close ended every lease: let their ends be reported
 	for _, n := range a.nodes {
@@ -193,6 +194,7 @@ var agentOps = map[string]func(a *agent, cmd command){
 	"grab":       (*agent).grab,
 	"closeload":  (*agent).closeLoad,
 	"fuzz":       (*agent).fuzz,
+	"random":     (*agent).random,
 }
 
 func (a *agent) do(cmd command) {

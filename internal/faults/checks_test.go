@@ -24,11 +24,12 @@ const (
 	chkUntouched   = "untouched"
 	chkBelief      = "belief"
 	chkAcks        = "replica-acks"
+	chkLeftovers   = "leftovers"
 )
 
 // checkMeanings is the report's table of checks.
 var checkMeanings = []struct{ name, means string }{
-	{chkExclusive, "no two holders of one lock at once: each holder's time, from Lock's return to its Unlock or the end of its lease (at ValidUntil at the latest), overlaps no other's"},
+	{chkExclusive, "no two holders of one lock at once: each holder's time, from Lock's return to its Unlock or the end of its lease (at ValidUntil at the latest), overlaps no other's (readers of an RWMutex only with each other; a Semaphore's holders within its size)"},
 	{chkTokens, "fencing tokens strictly increase in the order the lock was taken, and each is larger than the largest the protected data has seen"},
 	{chkFencing, "storage that checks tokens refuses the stale holder: what it accepted carries non-decreasing tokens"},
 	{chkLossOnTime, "a running holder sees its lease end (Done, Err) by its ValidUntil, plus 50ms of scheduling"},
@@ -42,6 +43,7 @@ var checkMeanings = []struct{ name, means string }{
 	{chkBadInput, "invalid names, TTLs, sizes and counts get an error, at once, never a lease or a panic"},
 	{chkUntouched, "keys of the wrong type planted where dlock keeps its state are left exactly as they were (DUMP and TTL), and calls on them fail at once"},
 	{chkBelief, "a lease never believes in a key longer than a majority of the servers keep it"},
+	{chkLeftovers, "once every key's lifetime has passed, nothing but fencing counters is left on the lock servers: a key without expiry, or one that outlives its lifetime, is a leak"},
 	{chkAcks, "with WithReplicaAcks, a lock whose write no replica acknowledged is refused with ErrNotReplicated and left nowhere, and one that was acknowledged is still held on the promoted replica"},
 }
 

@@ -13,6 +13,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	r.writeHeader(&b)
 	r.writeScenarios(&b)
 	r.writeViolations(&b)
+	r.writeRandom(&b)
 	r.writeChecks(&b)
 	r.writeMutations(&b)
 	r.writeLimitations(&b)

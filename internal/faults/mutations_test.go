@@ -18,6 +18,9 @@ const (
 	mutShorten    = "shorten"     // the parent shortens the lock keys behind the holder's back
 	mutNoAcks     = "no-acks"     // the agents leave out WithReplicaAcks
 	mutRestartAll = "restart-all" // every node of the quorum restarted empty at once
+	mutOverhold   = "overhold"    // the agents report each lease held a TTL past its end
+	mutTokenBack  = "token-back"  // the agents report every fencing token as 1
+	mutLeak       = "leak"        // an agent leaves a key without expiry on a lock server
 )
 
 // mutationCase runs one scenario once with one mutation.
@@ -46,4 +49,8 @@ var mutations = []mutationCase{
 	{mutBlackhole3, "blackhole-2", "the majority: three of five nodes are blackholed"},
 	{mutShorten, "extend-race", "agreement with Redis: the lock keys are shortened behind the holder's back"},
 	{mutNoAcks, "failover-window", "replica acknowledgements: the agents leave out WithReplicaAcks"},
+	{mutOverhold, "random", "exclusion as the holders saw it: each agent reports its leases held a TTL past their end"},
+	{mutTokenBack, "random", "growing tokens: each agent reports every fencing token as 1"},
+	{mutPoll, "random", "waiting: acquisitions poll with one attempt every two TTLs instead of waiting"},
+	{mutLeak, "random", "clean storage: an agent leaves a queue key without expiry behind"},
 }

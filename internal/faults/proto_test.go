@@ -54,6 +54,7 @@ type command struct {
 	N       int64         `json:"n,omitempty"`    // permits; goroutines; calls
 	Short   time.Duration `json:"short,omitempty"`
 	Seed    int64         `json:"seed,omitempty"`
+	Specs   []rndSpec     `json:"specs,omitempty"` // random: the locks to draw from
 }
 
 // event is one report from an agent. Which fields are set depends on Ev.
@@ -74,6 +75,15 @@ type event struct {
 	N     int64  `json:"n,omitempty"`
 	M     int64  `json:"m,omitempty"`
 	Dur   int64  `json:"dur,omitempty"` // nanoseconds
+	// The random workload's: the lock's kind and names, each name's token (a MultiMutex
+	// has several), when the acquisition was called, a Semaphore's size, and in its
+	// final evDone the operations made, by kind.
+	Lock   string            `json:"lock,omitempty"`
+	Names  []string          `json:"names,omitempty"`
+	Tokens map[string]uint64 `json:"tokens,omitempty"`
+	Since  int64             `json:"since,omitempty"`
+	Size   int64             `json:"size,omitempty"`
+	Counts map[string]int64  `json:"counts,omitempty"`
 }
 
 // Events an agent sends.
@@ -87,6 +97,7 @@ const (
 	evHold     = "hold"     // contention: Name, Token, Last, At (acquired), End (released), N (counter read)
 	evDiverged = "diverged" // extend race: Name, Valid, At, N (the ms Redis keeps the key)
 	evBad      = "bad"      // bad input: Op (the call), Name (the case), OK (acceptable outcome), Err
+	evWaiting  = "waiting"  // random: ID, Names, At: a blocking acquisition was called
 )
 
 // Results of a lease.

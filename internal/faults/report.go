@@ -28,17 +28,32 @@ type Machine struct {
 
 // Scenario is one row of the scenario table.
 type Scenario struct {
-	Name       string   `json:"name"`
-	Fault      string   `json:"fault"`   // what is done to the processes
-	Asserts    string   `json:"asserts"` // what must hold
-	Checks     []string `json:"checks"`
-	Runs       int      `json:"runs"` // runs completed
-	Violations int      `json:"violations"`
-	Samples    []string `json:"samples,omitempty"` // the first violations, verbatim
-	Figure     string   `json:"figure"`            // the headline measurement, worst run
-	Notes      []string `json:"notes,omitempty"`
-	Seconds    float64  `json:"seconds"`
-	Error      string   `json:"error,omitempty"` // the harness failed: no verdict
+	Name       string      `json:"name"`
+	Fault      string      `json:"fault"`   // what is done to the processes
+	Asserts    string      `json:"asserts"` // what must hold
+	Checks     []string    `json:"checks"`
+	Runs       int         `json:"runs"` // runs completed
+	Violations int         `json:"violations"`
+	Samples    []string    `json:"samples,omitempty"` // the first violations, verbatim
+	Figure     string      `json:"figure"`            // the headline measurement, worst run
+	Notes      []string    `json:"notes,omitempty"`
+	Seconds    float64     `json:"seconds"`
+	Error      string      `json:"error,omitempty"`  // the harness failed: no verdict
+	Random     []RandomRun `json:"random,omitempty"` // the random scenario: one per seed
+}
+
+// RandomRun is one run of the randomized scenario: its seed, what it did and what it
+// found. A run is replayed with DLOCK_FAULTS_SEED=Seed.
+type RandomRun struct {
+	Seed        uint64             `json:"seed"`
+	Seconds     float64            `json:"seconds"`         // the workload's length
+	Operations  map[string]int64   `json:"operations"`      // by kind, summed over the processes
+	Faults      map[string]int     `json:"faults"`          // injected, by kind
+	LongestFree float64            `json:"longest_free_ms"` // outside fault windows, while someone waited
+	FreeName    string             `json:"free_name,omitempty"`
+	Quiet       map[string]float64 `json:"quiet_s,omitempty"` // per deployment: seconds outside fault windows, when free time counts
+	Violations  int                `json:"violations"`
+	First       string             `json:"first,omitempty"` // the first violation, check: message
 }
 
 // Verdict is "pass", "FAIL" (violations found) or "error" (no verdict).

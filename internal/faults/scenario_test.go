@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -18,6 +19,7 @@ type scenario struct {
 	runs    int
 	figure  figure
 	run     func(r *run)
+	limit   time.Duration // bounds each run; runLimit if 0
 }
 
 // figure is a scenario's headline measurement: each run reports a value, the table shows
@@ -40,12 +42,14 @@ type run struct {
 	t        *testing.T
 	ctx      context.Context // ends at runLimit
 	mutation string          // "" in a normal run
+	index    int             // which of the scenario's runs, from 0
 	start    time.Time
 
 	mu         sync.Mutex
 	violations []violation
 	values     []float64
 	notes      []string
+	randoms    []RandomRun // the random scenario's record of each seed
 	fatal      string
 }
 
@@ -120,6 +124,7 @@ type outcome struct {
 	violations []violation
 	values     []float64
 	notes      []string
+	randoms    []RandomRun
 	fatal      string
 }
 
@@ -127,9 +132,9 @@ type outcome struct {
 func runScenario(t *testing.T, sc scenario, n int, mutation string) outcome {
 	var o outcome
 	for i := range n {
-		r := &run{mutation: mutation}
+		r := &run{mutation: mutation, index: i}
 		ok := t.Run(fmt.Sprintf("run%d", i+1), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(sc.limit, runLimit))
 			defer cancel()
 			r.t, r.ctx, r.start = t, ctx, time.Now()
 			sc.run(r)
@@ -137,6 +142,7 @@ func runScenario(t *testing.T, sc scenario, n int, mutation string) outcome {
 		o.violations = append(o.violations, r.violations...)
 		o.values = append(o.values, r.values...)
 		o.notes = append(o.notes, r.notes...)
+		o.randoms = append(o.randoms, r.randoms...)
 		if !ok && r.fatal == "" {
 			r.fatal = "the run failed outside its checks (see the test log)"
 		}

@@ -1,6 +1,9 @@
 package faults
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // scenarios is the suite, in the order of the report.
 var scenarios = []scenario{
@@ -197,5 +200,15 @@ var scenarios = []scenario{
 		runs:    1,
 		figure:  figure{"%.0f of 300 calls got what they must (least)", worstMin},
 		run:     badInput,
+	},
+	{
+		name:    "random",
+		fault:   fmt.Sprintf("seeded random workload, %v per seed: 3 processes × 3 goroutines on one server use Mutex (handles of TTL 400ms without renewal, 1.2s, 800ms), MultiMutex, FairMutex, RWMutex (read and write), Semaphore (size 2) and TimestampMutex; 2 on a quorum of 3 use Mutex, MultiMutex, RWMutex and Semaphore; Lock, TryLock, Extend longer and shorter, Unlock, leases left to run out, ctx cancellations, Close. Each process reaches each node through a proxy that at random holds its requests back (0.5–3s, mostly past the 1s client timeout) and delivers them late, or twice, delays replies, cuts connections; processes paused (SIGSTOP)", rndCfg.dur),
+		asserts: "no two leases of one name at once (readers only together; a Semaphore's permits within its size); a token above every token returned before its call; outside faults and 5.5s after each, no lock free over 500ms while someone waits; at the end, nothing but fencing counters on the servers (and a Mutex's turn list and asks, which live a minute after their last change)",
+		checks:  []string{chkExclusive, chkTokens, chkFreeTime, chkLeftovers},
+		runs:    len(rndCfg.seeds),
+		limit:   rndCfg.limit(),
+		figure:  figure{"longest free time %.0f ms outside faults (bound 500)", worstMax},
+		run:     randomRun,
 	},
 }

@@ -56,6 +56,7 @@ func runRow(t *testing.T, sc scenario) Scenario {
 		Name: sc.name, Fault: sc.fault, Asserts: sc.asserts, Checks: sc.checks,
 		Runs: o.runs, Violations: len(o.violations), Figure: sc.figureText(o.values),
 		Notes: dedupe(o.notes), Error: o.fatal, Seconds: time.Since(start).Seconds(),
+		Random: o.randoms,
 	}
 	for i, v := range o.violations {
 		if i == 5 {
