@@ -70,11 +70,19 @@ const turnsLife = time.Minute
 // asks up to turnsLife; every other key but the fencing counters is gone once the
 // leases' and the waiters' lifetimes have passed.
 func keyLife(key string) time.Duration {
-	if _, suffix, ok := keyspace.CompanionOf(key); ok && (suffix == ":turns" || suffix == ":asks") {
+	_, suffix, ok := keyspace.CompanionOf(key)
+	switch {
+	case ok && (suffix == ":turns" || suffix == ":asks"):
 		return turnsLife
+	case ok && (suffix == ":queue:deadlines" || suffix == ":writers"):
+		return goneLife // the tombstones of the waiters served or gone (gone.lua)
 	}
 	return 0
 }
+
+// goneLife is how long a wait list remembers a waiter that was served or gave up
+// (GONE_MS in internal/scripts/gone.lua).
+const goneLife = 10 * time.Second
 
 // rndBounds are the checker's bounds.
 type rndBounds struct {
