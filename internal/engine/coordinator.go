@@ -85,6 +85,11 @@ type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
 	seq   any // a decimal string
+	// shortest (guarded by Client.mu) is the shortest TTL any attempt of it carried: a
+	// grant sets the key for the TTL of the last attempt that landed, which may be any
+	// of them, one that lands late included (handles of one name with different TTLs
+	// share the request).
+	shortest time.Duration
 }
 
 // takesTurns reports whether releases pass the lock between processes in turns.
@@ -235,7 +240,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// earlier. Its first attempt does not stand (no number): an uncontended Lock
 		// leaves no request behind.
 		c.asks++
-		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: strconv.FormatUint(c.asks, 10)}
+		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: strconv.FormatUint(c.asks, 10), shortest: k.t.cfg.TTL}
 		return q.ask.token
 	} else if r.behind > 0 {
 		// Waiting already, with others queued here: this attempt refreshes the standing
@@ -245,6 +250,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		r.reserve = max(r.reserve, askReserve)
 	}
 	r.askSeq = q.ask.seq // it stands from now on (mutex_asks.lua)
+	q.ask.shortest = min(q.ask.shortest, k.t.cfg.TTL)
 	return q.ask.token
 }
 
@@ -281,16 +287,17 @@ func (k *coordinator) used(token any) {
 }
 
 // granted returns the token of the process's standing request when a grant names it, with
-// when it was first sent and how many local waiters are queued behind the caller.
-func (k *coordinator) granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+// when it was first sent, the shortest lease a grant of it may have set, and how many
+// local waiters are queued behind the caller.
+func (k *coordinator) granted(r *request, token string) (g grantee, ok bool) {
 	c := k.t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[k.t.keys.Lock]
 	if q == nil || q.ask == nil || q.ask.token != any(token) {
-		return nil, time.Time{}, 0, false
+		return grantee{}, false
 	}
-	return q.ask.token, q.ask.sent, uint64(q.behind(r.local)), true
+	return grantee{q.ask.token, q.ask.sent, q.ask.shortest, uint64(q.behind(r.local))}, true
 }
 
 // route is the Route of the lock's release channel for a waiter that takes turns: the lock

@@ -58,27 +58,34 @@ func takeGrant(lockCtx context.Context, r *request) *Hold {
 		default:
 			return nil
 		}
-		token, sent, behind, ok := granted(r, g.Token)
+		me, ok := granted(r, g.Token)
 		if !ok {
 			continue // a grant for a request this caller no longer makes
 		}
-		length := min(t.cfg.TTL, grantLength)
-		deadline := quorum.Deadline(sent, length, t.c.cfg.DriftFactor)
+		length := min(t.cfg.TTL, me.length, grantLength)
+		deadline := quorum.Deadline(me.sent, length, t.c.cfg.DriftFactor)
 		if time.Until(deadline) < length/3 {
 			return nil // asked long ago: confirm with an attempt instead
 		}
-		t.coord.used(token) // the release took the process off the list
-		return newHold(t, token, g.Counter-(g.Reserved-1), min(g.Reserved-1, behind), t.cfg.TTL, deadline, lockCtx)
+		t.coord.used(me.token) // the release took the process off the list
+		return newHold(t, me.token, g.Counter-(g.Reserved-1), min(g.Reserved-1, me.behind), t.cfg.TTL, deadline, lockCtx)
 	}
 }
 
-// granted returns the token a grant to token names, when this caller first sent it and
-// how many local waiters are queued behind the caller, if it is the token the caller asks
-// with: its process's standing request (Mutex), or its own id (FairMutex).
-func granted(r *request, token string) (ask any, sent time.Time, behind uint64, ok bool) {
+// grantee is what a caller knows of the request a grant names.
+type grantee struct {
+	token  any           // the token it asks with
+	sent   time.Time     // before the token was first sent: no grant of it came earlier
+	length time.Duration // the shortest lease a grant of it may have set
+	behind uint64        // local waiters queued behind the caller
+}
+
+// granted returns what the caller knows of a grant to token, if it is the token the caller
+// asks with: its process's standing request (Mutex), or its own id (FairMutex).
+func granted(r *request, token string) (grantee, bool) {
 	t := r.t
 	if t.coord != nil && t.coord.handsOff {
 		return t.coord.granted(r, token)
 	}
-	return r.waiter, r.firstSent, 0, r.waiter == token && !r.firstSent.IsZero()
+	return grantee{r.waiter, r.firstSent, grantLength, 0}, r.waiter == token && !r.firstSent.IsZero()
 }
