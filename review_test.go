@@ -133,3 +133,61 @@ func TestLateRefreshNeverShortensGrantedLease(t *testing.T) {
 		}
 	}
 }
+
+// A free lock taken by a late attempt is held for at most that attempt's TTL, whatever
+// else of the same token lands late.
+//
+// An uncontended Lock asks with its process's standing-request token T and no request
+// number (coordinator.prepare: its first attempt does not stand). That first attempt is
+// held back; the Lock takes the lock with T on a new connection (a resend, or its next
+// attempt). An Extend of the lease to an hour is held back too, then the lease is
+// unlocked. Then the first attempt lands: the key is free, and an attempt without a
+// number is not checked against the requests done (mutex_acquire.lua), so it takes the
+// lock for T for its TTL. Then the Extend lands: the key holds T, so mutex_extend
+// lengthens it to an hour. No one holds the lock, and no one can take it for an hour.
+func TestLateAcquireAndExtendNeverHoldFreeLockPastTTL(t *testing.T) {
+	srv, rdb := standalone(t)
+	other := newClient(t, rdb)
+	a := newLateProcessRT(t, srv, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const name = "review-resurrect"
+	const ttl = 2 * time.Second
+	key := "dlock:" + name
+
+	var lease *dlock.Lease
+	h1, locked := a.hold(t, func() (err error) {
+		lease, err = a.Mutex(name, dlock.TTL(ttl)).Lock(ctx)
+		return err
+	})
+	select {
+	case err := <-locked:
+		if err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lock did not return within 10s")
+	}
+	token := rdb.Get(ctx, key).Val()
+	h2, extended := a.hold(t, func() error { return lease.Extend(ctx, time.Hour) })
+	t.Logf("Extend: %v", <-extended)
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatalf("the key outlived the Unlock")
+	}
+	land(t, h1)
+	t.Logf("after the late first attempt: key %q (the lease's %q), PTTL %v", rdb.Get(ctx, key).Val(), token, rdb.PTTL(ctx, key).Val())
+	land(t, h2)
+	pttl := rdb.PTTL(ctx, key).Val()
+	t.Logf("after the late Extend: key %q, PTTL %v", rdb.Get(ctx, key).Val(), pttl)
+	if pttl > ttl+lateBound {
+		t.Errorf("a lock that no one holds is kept for %v, beyond the late attempt's TTL %v", pttl, ttl)
+	}
+	time.Sleep(ttl + 200*time.Millisecond)
+	if l, err := other.Mutex(name).TryLock(ctx); err != nil {
+		t.Errorf("the late attempt's TTL has passed, and the lock, held by no one, is still refused: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+}
