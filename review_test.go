@@ -191,3 +191,44 @@ func TestLateAcquireAndExtendNeverHoldFreeLockPastTTL(t *testing.T) {
 		_ = l.Unlock(ctx)
 	}
 }
+
+// The same with a TryLock, whose attempt has a fresh token: go-redis resends a call whose
+// read timed out on a new connection, within the round trip's deadline, so the TryLock
+// succeeds by the resend while the first copy is still held. So the hole is not only the
+// unnumbered first attempt of a standing request: any acquisition whose copy lands after
+// its release takes the free lock again, and any Extend of it that lands after that
+// lengthens it past the attempt's TTL.
+func TestLateTryLockAndExtendNeverHoldFreeLockPastTTL(t *testing.T) {
+	srv, rdb := standalone(t)
+	other := newClient(t, rdb)
+	a := newLateProcessRT(t, srv, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const name = "review-resurrect-try"
+	const ttl = 2 * time.Second
+	key := "dlock:" + name
+
+	var lease *dlock.Lease
+	h1, locked := a.hold(t, func() (err error) {
+		lease, err = a.Mutex(name, dlock.TTL(ttl)).TryLock(ctx)
+		return err
+	})
+	if err := <-locked; err != nil {
+		t.Skipf("TryLock failed (not resent within its round trip): %v", err)
+	}
+	h2, extended := a.hold(t, func() error { return lease.Extend(ctx, time.Hour) })
+	t.Logf("Extend: %v", <-extended)
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	land(t, h1)
+	land(t, h2)
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl > ttl+lateBound {
+		t.Errorf("a lock that no one holds is kept for %v, beyond the late attempt's TTL %v", pttl, ttl)
+	}
+	time.Sleep(ttl + 200*time.Millisecond)
+	if l, err := other.Mutex(name).TryLock(ctx); err != nil {
+		t.Errorf("the late attempt's TTL has passed, and the lock, held by no one, is still refused: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+}
