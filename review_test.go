@@ -1,0 +1,234 @@
+package dlock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/lateproxy"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// Adversarial review of "a call that lands late can never harm": reproductions.
+
+// newLateProcessRT is newLateProcess with the go-redis ReadTimeout set to rt, so that a
+// round trip held by the proxy is given up (and its connection closed) quickly.
+func newLateProcessRT(t *testing.T, srv *redistest.Server, rt time.Duration, opts ...dlock.Option) *lateProcess {
+	t.Helper()
+	p := lateproxy.New(t, srv.Addr)
+	o := srv.Options()
+	o.Addr = p.Addr
+	o.ReadTimeout = rt
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, opts...)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := c.Mutex("late-warmup").Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("warm-up: %v", err)
+	}
+	return &lateProcess{Client: c, proxy: p}
+}
+
+// askField returns field i (0 token, 1 ttl, 2 reserve, 3 expires, 4 seq) of the first
+// standing request in the Mutex name's asks hash, or "".
+func askField(rdb *redis.Client, name string, i int) string {
+	m := rdb.HGetAll(context.Background(), "{dlock:"+name+"}:asks").Val()
+	for k, v := range m {
+		if strings.HasSuffix(k, ":done") {
+			continue
+		}
+		if f := strings.Fields(v); len(f) > i {
+			return f[i]
+		}
+	}
+	return ""
+}
+
+// A grant's lease must never be shorter than the lease its grantee believes it holds.
+//
+// Two handles of one process share the process's standing request: S with a short TTL
+// and L with a long one. S is the head and refreshes the request with its TTL; an
+// attempt of S is held back, S gives up, L becomes the head and refreshes the same
+// request (same token, same number) with its TTL. Then S's attempt lands: it is not
+// done (the request still stands), so it writes the request again with S's TTL. The
+// holder's release then grants the request, and pass_on sets the key for
+// min(S's TTL, grantLength), while L, taking the grant (takeGrant), believes it holds
+// for min(L's TTL, grantLength) from when the request was made. The key expires long
+// before L's lease, and another process takes the lock while L holds it.
+func TestLateRefreshNeverShortensGrantedLease(t *testing.T) {
+	srv, rdb := standalone(t)
+	holder, other := newClient(t, rdb), newClient(t, rdb)
+	a := newLateProcessRT(t, srv, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const name = "review-grant-ttl"
+	const shortTTL = 100 * time.Millisecond
+
+	first, err := holder.Mutex(name, dlock.TTL(300*time.Millisecond)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := a.Mutex(name, dlock.TTL(shortTTL))
+	long := a.Mutex(name, dlock.TTL(time.Minute))
+	sctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	shortDone := make(chan error, 1)
+	go func() {
+		l, err := short.Lock(sctx)
+		if err == nil {
+			_ = l.Unlock(ctx)
+		}
+		shortDone <- err
+	}()
+	waitUntil(t, 5*time.Second, "the short handle's request stands", mutexAsking(rdb, name))
+	var lease *dlock.Lease
+	longDone := make(chan error, 1)
+	go func() {
+		var err error
+		lease, err = long.Lock(ctx)
+		longDone <- err
+	}()
+	waitUntil(t, 5*time.Second, "both handles wait", func() bool { return dlock.LocalWaiters(long) == 2 })
+
+	// Hold the short handle's next refresh (a mutex_acquire call: well over 150 bytes).
+	h := a.proxy.HoldConnections()
+	waitUntil(t, 5*time.Second, "a refresh of the short handle held", func() bool { return h.Len() > 150 })
+	giveUp()
+	if err := <-shortDone; err == nil {
+		t.Fatal("the short handle took the lock through a held connection")
+	}
+	waitUntil(t, 5*time.Second, "the long handle refreshed the request with its TTL", func() bool {
+		return askField(rdb, name, 1) == "60000"
+	})
+	time.Sleep(100 * time.Millisecond) // past the held round trip's read timeout
+	h.Deliver()
+	waitClosed(t, h.Landed(), 5*time.Second, "the held refresh's landing")
+	if got := askField(rdb, name, 1); got != "100" {
+		t.Skipf("the late refresh did not rewrite the request (ttl field %q): setup missed", got)
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-longDone:
+		if err != nil {
+			t.Fatalf("long handle: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("long handle not granted within 5s of the release")
+	}
+	defer func() { _ = lease.Unlock(ctx) }()
+	pttl := rdb.PTTL(ctx, "dlock:"+name).Val()
+	believed := time.Until(lease.ValidUntil())
+	t.Logf("key PTTL %v, lease believes %v", pttl, believed.Round(time.Millisecond))
+	time.Sleep(2 * shortTTL)
+	if l, err := other.Mutex(name).TryLock(ctx); err == nil {
+		defer func() { _ = l.Unlock(ctx) }()
+		if lease.Err() == nil && time.Now().Before(lease.ValidUntil()) {
+			t.Errorf("another process took the lock while the granted lease holds for %v more (key was set for %v)",
+				time.Until(lease.ValidUntil()).Round(time.Millisecond), pttl)
+		}
+	}
+}
+
+// A free lock taken by a late attempt is held for at most that attempt's TTL, whatever
+// else of the same token lands late.
+//
+// An uncontended Lock asks with its process's standing-request token T and no request
+// number (coordinator.prepare: its first attempt does not stand). That first attempt is
+// held back; the Lock takes the lock with T on a new connection (a resend, or its next
+// attempt). An Extend of the lease to an hour is held back too, then the lease is
+// unlocked. Then the first attempt lands: the key is free, and an attempt without a
+// number is not checked against the requests done (mutex_acquire.lua), so it takes the
+// lock for T for its TTL. Then the Extend lands: the key holds T, so mutex_extend
+// lengthens it to an hour. No one holds the lock, and no one can take it for an hour.
+func TestLateAcquireAndExtendNeverHoldFreeLockPastTTL(t *testing.T) {
+	srv, rdb := standalone(t)
+	other := newClient(t, rdb)
+	a := newLateProcessRT(t, srv, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const name = "review-resurrect"
+	const ttl = 2 * time.Second
+	key := "dlock:" + name
+
+	var lease *dlock.Lease
+	h1, locked := a.hold(t, func() (err error) {
+		lease, err = a.Mutex(name, dlock.TTL(ttl)).Lock(ctx)
+		return err
+	})
+	select {
+	case err := <-locked:
+		if err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lock did not return within 10s")
+	}
+	token := rdb.Get(ctx, key).Val()
+	h2, extended := a.hold(t, func() error { return lease.Extend(ctx, time.Hour) })
+	t.Logf("Extend: %v", <-extended)
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatalf("the key outlived the Unlock")
+	}
+	land(t, h1)
+	t.Logf("after the late first attempt: key %q (the lease's %q), PTTL %v", rdb.Get(ctx, key).Val(), token, rdb.PTTL(ctx, key).Val())
+	land(t, h2)
+	pttl := rdb.PTTL(ctx, key).Val()
+	t.Logf("after the late Extend: key %q, PTTL %v", rdb.Get(ctx, key).Val(), pttl)
+	if pttl > ttl+lateBound {
+		t.Errorf("a lock that no one holds is kept for %v, beyond the late attempt's TTL %v", pttl, ttl)
+	}
+	time.Sleep(ttl + 200*time.Millisecond)
+	if l, err := other.Mutex(name).TryLock(ctx); err != nil {
+		t.Errorf("the late attempt's TTL has passed, and the lock, held by no one, is still refused: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+}
+
+// The same with a TryLock, whose attempt has a fresh token: go-redis resends a call whose
+// read timed out on a new connection, within the round trip's deadline, so the TryLock
+// succeeds by the resend while the first copy is still held. So the hole is not only the
+// unnumbered first attempt of a standing request: any acquisition whose copy lands after
+// its release takes the free lock again, and any Extend of it that lands after that
+// lengthens it past the attempt's TTL.
+func TestLateTryLockAndExtendNeverHoldFreeLockPastTTL(t *testing.T) {
+	srv, rdb := standalone(t)
+	other := newClient(t, rdb)
+	a := newLateProcessRT(t, srv, 200*time.Millisecond)
+	ctx := ctxTimeout(t, 20*time.Second)
+	const name = "review-resurrect-try"
+	const ttl = 2 * time.Second
+	key := "dlock:" + name
+
+	var lease *dlock.Lease
+	h1, locked := a.hold(t, func() (err error) {
+		lease, err = a.Mutex(name, dlock.TTL(ttl)).TryLock(ctx)
+		return err
+	})
+	if err := <-locked; err != nil {
+		t.Skipf("TryLock failed (not resent within its round trip): %v", err)
+	}
+	h2, extended := a.hold(t, func() error { return lease.Extend(ctx, time.Hour) })
+	t.Logf("Extend: %v", <-extended)
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	land(t, h1)
+	land(t, h2)
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl > ttl+lateBound {
+		t.Errorf("a lock that no one holds is kept for %v, beyond the late attempt's TTL %v", pttl, ttl)
+	}
+	time.Sleep(ttl + 200*time.Millisecond)
+	if l, err := other.Mutex(name).TryLock(ctx); err != nil {
+		t.Errorf("the late attempt's TTL has passed, and the lock, held by no one, is still refused: %v", err)
+	} else {
+		_ = l.Unlock(ctx)
+	}
+}
