@@ -64,7 +64,14 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	verdict := v.verdict(need, time.Now().Before(deadline))
 	hearLate(c, v, t, settledOn(v, verdict))
 	if verdict == acquired {
-		return r.attempted(lockCtx, acquiredHold(ctx, lockCtx, r, v, token, deadline), v, verdict)
+		a := acquiredHold(ctx, lockCtx, r, v, token, deadline)
+		if a.h != nil && t.policy.waitList && n > 1 {
+			// The nodes that refused this attempt may list the waiter still, keeping
+			// others out (a listed writer keeps readers out) until its entry dies: it
+			// leaves them, as served.
+			r.leaveQueue()
+		}
+		return r.attempted(lockCtx, a, v, verdict)
 	}
 	// A claim (a FairMutex waiter's id, a Mutex's standing request) is not undone: a
 	// release may have granted it meanwhile, and the grantee holds it without asking. Its
