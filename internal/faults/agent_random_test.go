@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,22 @@ func (s *rndStats) snapshot() map[string]int64 {
 	}
 	return out
 }
+
+// unsure reports an attempt whose fate the agent does not know: no verdict (its requests
+// may still land) or acquired too late, and undone. It may hold its names until it lands
+// plus its TTL: the cost every Redlock client has, which the checker excuses as it does a
+// fault (rndUnsureFor bounds the TTL and the landing).
+func (a *agent) unsure(at dlock.Attempt) {
+	if at.Verdict != dlock.VerdictFailed && at.Verdict != dlock.VerdictLate {
+		return
+	}
+	now := time.Now().UnixNano()
+	a.emit(event{Ev: evUnsure, Names: strings.Split(at.Name, ","), At: now - int64(at.Duration), End: now + int64(rndUnsureFor)})
+}
+
+// rndUnsureFor is how long after its verdict an attempt of unknown fate may hold its names:
+// the longest TTL of the workload (rndMaxExtend bounds it) and a round trip's timeout.
+const rndUnsureFor = rndMaxExtend + time.Second
 
 // current returns the agent's Client of the moment: a close operation replaces it.
 func (a *agent) current() *dlock.Client {

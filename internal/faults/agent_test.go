@@ -96,6 +96,9 @@ func (a *agent) newClient() (*dlock.Client, error) {
 	if ac := a.cfg.Acks; ac != nil && a.cfg.Mutation != mutNoAcks {
 		opts = append(opts, dlock.WithReplicaAcks(ac.Replicas, ac.Timeout))
 	}
+	if a.cfg.Unsure {
+		opts = append(opts, dlock.WithObserver(dlock.Observer{Attempted: a.unsure}))
+	}
 	switch {
 	case a.cluster != nil:
 		return dlock.New(a.cluster, opts...), nil

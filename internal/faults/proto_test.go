@@ -23,6 +23,9 @@ type agentConfig struct {
 	Cluster []string `json:"cluster,omitempty"`
 	// Acks, if set, is the agent's WithReplicaAcks (left out under the no-acks mutation).
 	Acks *acksConfig `json:"acks,omitempty"`
+	// Unsure, if set, makes the agent report every attempt whose fate it does not know
+	// (evUnsure).
+	Unsure bool `json:"unsure,omitempty"`
 }
 
 // acksConfig is the arguments of WithReplicaAcks.
@@ -93,6 +96,7 @@ const (
 	evEnded    = "ended"    // ID, At (Unlock called, or loss seen), Valid (the last ValidUntil), Err: released or lost
 	evFailed   = "failed"   // ID, Op, Err: the command failed
 	evDone     = "done"     // ID, Op: the command finished (with its figures in N, M, Dur, OK, Err)
+	evUnsure   = "unsure"   // random: Names, At, End: an attempt of unknown fate (no verdict, or too late), which may hold them until End
 	evWrote    = "wrote"    // ID, Token, At, OK (accepted by the fenced storage)
 	evHold     = "hold"     // contention: Name, Token, Last, At (acquired), End (released), N (counter read)
 	evDiverged = "diverged" // extend race: Name, Valid, At, N (the ms Redis keeps the key)

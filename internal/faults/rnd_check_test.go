@@ -18,6 +18,7 @@ type rndLog struct {
 	holds      []rndHold         // one per lease and name (a MultiMutex lease is one per name)
 	waits      []rndWait         // every blocking acquisition, from its call to its return
 	faults     []rndFault        // what the injector did
+	unsure     []rndUnsure       // attempts of unknown fate, which may hold their names a while
 	left       []leftKey         // the keys on the lock servers once every lifetime had passed
 	scopes     map[string]string // each name's deployment (rndFault.scope)
 }
@@ -46,6 +47,14 @@ type rndWait struct {
 
 // rndFault is one fault the injector made: active from..to; what it leaves behind may
 // last afterglow longer (see rndBounds).
+// rndUnsure is an attempt whose fate its agent did not know (evUnsure): it may hold names
+// from its start until until, as a late request may (the Redlock cost), so that the
+// free-time check excuses that window on those names as it does a fault's.
+type rndUnsure struct {
+	names       []string
+	from, until int64
+}
+
 type rndFault struct {
 	kind, target string
 	scope        string // the deployment whose locks it may hold up; "" for all

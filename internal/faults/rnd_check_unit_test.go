@@ -115,3 +115,19 @@ func TestSpans(t *testing.T) {
 		t.Fatalf("subtract = %v", got)
 	}
 }
+
+// TestCheckRandomUnsureAttempt: an attempt of unknown fate excuses free time on its own
+// names for its window, and only there.
+func TestCheckRandomUnsureAttempt(t *testing.T) {
+	log := cleanLog()
+	log.faults = nil // the free second on m now counts
+	log.unsure = []rndUnsure{{names: []string{"m2"}, from: 900 * msNs, until: 1600 * msNs}}
+	if got := checksOf(checkRandom(log, testBounds).violations); !slices.Equal(got, []string{chkFreeTime}) {
+		t.Fatalf("an attempt on m2 excused free time on m: %v", got)
+	}
+	log.unsure[0].names = []string{"m", "m2"}
+	log.unsure[0].until = 2000 * msNs
+	if vs := checkRandom(log, testBounds).violations; len(vs) != 0 {
+		t.Fatalf("free time within an unsure attempt's window on m: %v", vs)
+	}
+}

@@ -20,6 +20,8 @@ func rndLogOf(events []event, faults []rndFault, start, end int64) rndLog {
 			order = append(order, k)
 		case evFailed:
 			endWait(waits, k, e.At)
+		case evUnsure:
+			log.unsure = append(log.unsure, rndUnsure{names: e.Names, from: e.At, until: e.End})
 		case evEnded:
 			for i := range holds[k] {
 				holds[k][i].to = min(e.At, e.Valid)

@@ -143,12 +143,18 @@ func checkRndFree(log rndLog, b rndBounds) (span, string, []violation) {
 }
 
 // faultSpans returns when a fault, or what it left behind, may have held up name: every
-// fault on its deployment, from its start to afterglow after its end.
+// fault on its deployment, from its start to afterglow after its end, and every attempt
+// of unknown fate on name, from its start to the latest it may hold name.
 func faultSpans(log rndLog, name string, afterglow time.Duration) []span {
 	var out []span
 	for _, f := range log.faults {
 		if f.scope == "" || f.scope == log.scopes[name] {
 			out = append(out, span{f.from, f.to + int64(afterglow)})
+		}
+	}
+	for _, u := range log.unsure {
+		if slices.Contains(u.names, name) {
+			out = append(out, span{u.from, u.until})
 		}
 	}
 	return union(out)

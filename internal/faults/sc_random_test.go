@@ -104,7 +104,7 @@ func rndSpawn(r *run, name, scope string, nodes []*redistest.Server, specs []rnd
 		t.proxies = append(t.proxies, p)
 		addrs = append(addrs, p.Addr)
 	}
-	t.c = spawn(r, agentConfig{Name: name, Nodes: addrs, Store: nodes[0].Addr})
+	t.c = spawn(r, agentConfig{Name: name, Nodes: addrs, Store: nodes[0].Addr, Unsure: true})
 	return t
 }
 
