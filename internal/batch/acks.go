@@ -210,10 +210,10 @@ func (b *lanes) ackedRound(ctx context.Context, rdb redis.UniversalClient, calls
 		}
 	}
 	reloadOnFailure(b.rdb, calls) // before the calls are handed back
-	resend := noScriptAfter(calls)
-	for i, c := range calls {
+	notResent(calls)
+	for _, c := range calls {
 		switch {
-		case sn != nil && i >= resend && isNoScript(c.Err):
+		case sn != nil && isNoScript(c.Err) && !errors.Is(c.Err, errNotResent):
 			missing = append(missing, c)
 		case follow && c.Err != nil && isMoved(c.Err):
 			moved = append(moved, c)

@@ -25,8 +25,8 @@
 // fate is unknown: a call that failed with its connection (or its read timeout) may still
 // run on the server after calls sent later on a new connection; and SendAll runs a
 // pipeline of its own. A call that the server answers NOSCRIPT (its script cache flushed
-// under a live connection) is sent again only if no call written behind it ran: else it
-// fails, unsent (noScriptAfter).
+// under a live connection) is sent again only if no call of its hash slot written behind
+// it ran: else it fails, unsent (notResent).
 //
 // Errors: an error reply from Redis is an error that implements redis.Error (match it with
 // redis.HasErrorPrefix or go-redis' Is*Error helpers), a nil reply is redis.Nil, and a call

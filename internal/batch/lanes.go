@@ -318,9 +318,9 @@ func evalSha(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*
 		}
 	}
 	reloadOnFailure(rdb, calls) // before the calls are handed back
-	resend := noScriptAfter(calls)
-	for i, c := range calls {
-		if !last && i >= resend && isNoScript(c.Err) {
+	notResent(calls)
+	for _, c := range calls {
+		if !last && isNoScript(c.Err) && !errors.Is(c.Err, errNotResent) {
 			missing = append(missing, c)
 			continue
 		}
@@ -333,24 +333,31 @@ func evalSha(ctx context.Context, rdb redis.UniversalClient, sn *seen, calls []*
 // flushed under the connection) while a call written behind it in the same pipeline ran.
 var errNotResent = errors.New("dlock: not run: the server's script cache was flushed (NOSCRIPT), and calls written after this one already ran, so it is not sent again")
 
-// noScriptAfter returns the index from which the calls answered NOSCRIPT may be sent
-// again: those after the last call that the server ran. The calls answered NOSCRIPT before
-// that one get errNotResent instead: sent again, they would run after calls written
-// behind them, such as the release that undoes an acquire whose caller gave up on it,
-// which would then hold the lock for a whole TTL.
-func noScriptAfter(calls []*Call) int {
-	ran := -1
-	for i, c := range calls {
-		if !isNoScript(c.Err) && (c.Err == nil || isRedisError(c.Err)) {
-			ran = i
-		}
-	}
-	for i := range ran {
-		if c := calls[i]; isNoScript(c.Err) {
+// notResent gives errNotResent to each call answered NOSCRIPT that a later call of the
+// same hash slot (the same lock: dlock's keys of one lock share a slot) ran behind: sent
+// again, it would run after calls written behind it, such as the release that undoes an
+// acquire whose caller gave up on it, which would then hold the lock for a whole TTL. The
+// other calls answered NOSCRIPT may be sent again; calls of other slots are independent
+// (on a Cluster, other shards).
+func notResent(calls []*Call) {
+	ranAfter := make(map[int]bool, 1) // slots with a call that ran, from the end back
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		slot := keyspace.Slot(firstKey(c))
+		switch {
+		case isNoScript(c.Err) && ranAfter[slot]:
 			c.Err = fmt.Errorf("%w (%w)", errNotResent, c.Err)
+		case !isNoScript(c.Err) && (c.Err == nil || isRedisError(c.Err)):
+			ranAfter[slot] = true
 		}
 	}
-	return ran + 1
+}
+
+func firstKey(c *Call) string {
+	if len(c.Keys) == 0 {
+		return ""
+	}
+	return c.Keys[0]
 }
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
