@@ -34,7 +34,7 @@ func TestAckedRoundTrip(t *testing.T) {
 		if tc.acked > 0 && tc.replicas == 1 {
 			redistest.StartReplica(t, master.Addr)
 		}
-		b := NewAcked(rdb, 1, Acks{Replicas: tc.replicas, Timeout: 500 * time.Millisecond}) // a replica just attached may ack late on a loaded machine
+		b := NewAcked(rdb, 1, Acks{Replicas: tc.replicas, Timeout: 500 * time.Millisecond})
 		done := make(chan *Call, 4)
 		b.Send(&Call{Script: incr, Keys: []string{"k"}, Args: []any{1}, Done: done})
 		b.SendAll([]*Call{
