@@ -84,7 +84,7 @@ const askReserve = 16
 type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
-	seq   any // a decimal string
+	seq   uint64
 	// shortest (guarded by Client.mu) is the shortest TTL any attempt of it carried: a
 	// grant sets the key for the TTL of the last attempt that landed, which may be any
 	// of them, one that lands late included (handles of one name with different TTLs
@@ -150,7 +150,7 @@ func (k *coordinator) leaveTurns(ask *mutexAsk) {
 	t := k.t
 	sendEvery(t.c, t.c.turn.length, func(call *batch.Call) bool {
 		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
-		call.Args = append(call.Args, ask.seq)
+		call.Args = append(call.Args, strconv.FormatUint(ask.seq, 10))
 		return true
 	})
 }
@@ -240,7 +240,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// earlier. Its first attempt does not stand (no number): an uncontended Lock
 		// leaves no request behind.
 		c.asks++
-		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: strconv.FormatUint(c.asks, 10), shortest: k.t.cfg.TTL}
+		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: c.asks, shortest: k.t.cfg.TTL}
 		return q.ask.token
 	} else if r.behind > 0 {
 		// Waiting already, with others queued here: this attempt refreshes the standing
@@ -249,7 +249,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// taken, and the tokens left over are a gap.
 		r.reserve = max(r.reserve, askReserve)
 	}
-	r.askSeq = q.ask.seq // it stands from now on (mutex_asks.lua)
+	r.askSeq = strconv.FormatUint(q.ask.seq, 10) // it stands from now on (mutex_asks.lua); boxed under contention only
 	q.ask.shortest = min(q.ask.shortest, k.t.cfg.TTL)
 	return q.ask.token
 }

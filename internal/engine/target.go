@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -133,5 +132,5 @@ func (t *Target) LocalWaiters() int {
 // LeaveTurns sends t's leave of the turns for a standing request with token ask and number
 // seq, as the last local waiter that gives up does, for tests.
 func (t *Target) LeaveTurns(ask string, seq uint64) {
-	t.coord.leaveTurns(&mutexAsk{token: ask, seq: strconv.FormatUint(seq, 10)})
+	t.coord.leaveTurns(&mutexAsk{token: ask, seq: seq})
 }
