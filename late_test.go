@@ -140,14 +140,7 @@ func lockAfterLateAttempt(t *testing.T, holder *dlock.Client, a *lateProcess, lo
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("waiter: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not granted within 10s of the release")
-	}
+	grantedWithin(t, done, 10*time.Second, "waiter")
 	if err := lease.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
@@ -238,14 +231,7 @@ func TestLateAttemptOfShortHandleNeverShortensLongLease(t *testing.T) {
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-longDone:
-		if err != nil {
-			t.Fatalf("long handle: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("long handle not granted within 10s of the release")
-	}
+	grantedWithin(t, longDone, 10*time.Second, "long handle")
 	// A grant may first come with a shorter lease, which the process lengthens to the
 	// handle's TTL by itself; the late attempt lands on the minute-long lease.
 	waitUntil(t, 30*time.Second, "the long lease holds for more than 10s", func() bool {
@@ -471,5 +457,19 @@ func TestLateAbandonedAttemptHoldsAtMostItsTTL(t *testing.T) {
 	_ = l.Unlock(ctx)
 	if waited > ttl+lateBound {
 		t.Errorf("a late attempt of TTL %v kept the lock from a waiter for %v (bound %v)", ttl, waited.Round(time.Millisecond), ttl+lateBound)
+	}
+}
+
+// grantedWithin fails unless the Lock of who, whose result comes on done, returns without
+// error within d (of the release that should grant it).
+func grantedWithin(t *testing.T, done <-chan error, d time.Duration, who string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+	case <-time.After(d):
+		t.Fatalf("%s not granted within %v of the release", who, d)
 	}
 }
