@@ -1,7 +1,7 @@
 -- gone: how a wait list remembers the waiters that left it for good. scripts.go puts this
 -- in front of the scripts that keep a wait list of waiter ids with a sorted set of their
--- deadlines (fair_acquire.lua, fair_release.lua, rw_write_acquire.lua,
--- semaphore_acquire.lua, waiter_leave.lua).
+-- deadlines (fair_acquire.lua, fair_release.lua, rw_read_acquire.lua,
+-- rw_write_acquire.lua, semaphore_acquire.lua, waiter_leave.lua).
 --
 -- A waiter leaves for good when it is served (the lock or permits handed or taken, whether
 -- or not it was listed: an earlier attempt of its may land later) or gives up (its leave). Its id then stays in the deadlines as a tombstone: a

@@ -103,7 +103,7 @@ if me ~= '' and seq and ARGV[5] == '1' then
 	end
 	local now = redis.call('TIME')
 	local expires = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[7])
-	redis.call('HSET', KEYS[4], me, ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. expires .. ' ' .. seq)
+	redis.call('HSET', KEYS[4], me, formatAsk(ARGV[1], ARGV[2], ARGV[3], expires, seq))
 	redis.call('PEXPIRE', KEYS[3], ARGV[6])
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end

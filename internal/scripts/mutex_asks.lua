@@ -11,12 +11,17 @@
 -- nor earns a grant no one waits for. The fields live as long as the hash, at least
 -- GONE_MS (gone.lua) after the last was written.
 --
+-- formatAsk(token, ttl, reserve, expires, seq) is a standing request as the hash holds it.
 -- parseAsk(ask) returns token, ttl, reserve, expires and seq (nil for a request without a
 --   number) of a standing request, or nil when ask is not one.
 -- askDone(asks, me, seq) records request number seq of process me as served or left
 --   (nothing for a nil seq).
 -- isAskDone(asks, me, seq) reports whether request number seq of process me was served
 --   or left.
+local function formatAsk(token, ttl, reserve, expires, seq)
+	return token .. ' ' .. ttl .. ' ' .. reserve .. ' ' .. expires .. ' ' .. seq
+end
+
 local function parseAsk(ask)
 	if not ask then
 		return nil

@@ -28,7 +28,8 @@
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], -now, now) -- dead entries and dead tombstones
+redis.call('ZREMRANGEBYSCORE', KEYS[4], 0, now) -- dead entries
+pruneGone(KEYS[4], now)
 
 if redis.call('ZSCORE', KEYS[3], ARGV[1]) then
 	-- A retried request whose reply was lost.

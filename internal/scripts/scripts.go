@@ -74,7 +74,7 @@ var (
 	FenceRaise       = redis.NewScript(fenceRaise)
 	FairAcquire      = redis.NewScript(refusal + goneLua + fairAcquire)
 	FairRelease      = redis.NewScript(goneLua + fairRelease)
-	RwReadAcquire    = redis.NewScript(refusal + rwReadAcquire)
+	RwReadAcquire    = redis.NewScript(refusal + goneLua + rwReadAcquire)
 	RwWriteAcquire   = redis.NewScript(refusal + goneLua + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)
 	MemberExtend     = redis.NewScript(memberExtend)

@@ -183,7 +183,7 @@ func TestHeaders(t *testing.T) {
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
 		case "mutex_asks":
-			header = []string{"-- parseAsk(ask) returns", "-- askDone(asks, me, seq)", "-- isAskDone(asks, me, seq)"}
+			header = []string{"-- formatAsk(token, ttl, reserve, expires, seq)", "-- parseAsk(ask) returns", "-- askDone(asks, me, seq)", "-- isAskDone(asks, me, seq)"}
 		case "gone":
 			header = []string{"-- gone(deadlines, waiter, now)", "-- isGone(score)", "-- pruneGone(deadlines, now)", "-- goneReply()"}
 		case "pass_on":
