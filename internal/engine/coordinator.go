@@ -28,9 +28,11 @@ import (
 // goroutines that queued later go through Redis, where other processes get their turn.
 //
 // Turns (Mutex on one deployment): a release gives the lock to the process that has
-// waited longest, not to whichever request lands first. A refused Lock puts its process at
+// waited longest, not to whichever request lands first. A Lock refused again (its first
+// attempt does not stand, so an uncontended Lock writes no request) puts its process at
 // the back of the lock's turn list (once) with a standing request: the token it asks with,
-// which it keeps across its attempts, and how many fencing tokens to reserve. The release
+// which it keeps across its attempts, its number (mutex_asks.lua), and how many fencing
+// tokens to reserve. The release
 // script takes the first process of the list and, if its request is live, grants it at
 // once: it sets the lock to the request's token and publishes the grant (grants.go), so
 // the process holds the lock without a round trip of its own. Its lease clock started
@@ -149,8 +151,7 @@ func (k *coordinator) leave(ctx context.Context, r *request) {
 func (k *coordinator) leaveTurns(ask *mutexAsk) {
 	t := k.t
 	sendEvery(t.c, t.c.turn.length, func(call *batch.Call) bool {
-		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
-		call.Args = append(call.Args, strconv.FormatUint(ask.seq, 10))
+		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, strconv.FormatUint(ask.seq, 10), call)
 		return true
 	})
 }
