@@ -18,4 +18,4 @@ func SetRenewCaptured(c *Client, f func() (applied func())) { c.e.SetRenewCaptur
 
 // LeaveTurns sends m's leave of the turns for a standing request with token ask, as the
 // last local waiter that gives up does.
-func LeaveTurns(m *Mutex, ask string, seq uint64) { m.t.LeaveTurns(ask, seq) }
+func LeaveTurns(m *Mutex, ask string) { m.t.LeaveTurns(ask) }

@@ -314,7 +314,7 @@ func TestStaleLeaveKeepsNewerAsk(t *testing.T) {
 
 	// The leave of an earlier last waiter of P (an older request, number 0), overtaken by
 	// the new waiter's attempt.
-	dlock.LeaveTurns(pm, "old-ask-token", 0)
+	dlock.LeaveTurns(pm, "old-ask-token")
 	waitFor(t, 5*time.Second, "the stale leave to run", func() bool { return scriptCalls(t, rdb) >= base+3 })
 	if n := rdb.LLen(ctx, "{dlock:lv}:turns").Val(); n != 1 {
 		t.Fatalf("turn list has %d entries after the stale leave, want P still", n)

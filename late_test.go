@@ -473,3 +473,59 @@ func grantedWithin(t *testing.T, done <-chan error, d time.Duration, who string)
 		t.Fatalf("%s not granted within %v of the release", who, d)
 	}
 }
+
+// TestLateAcquisitionNeverRevivesEndedLease: a token is served once. A copy of an
+// acquisition held back until after its lease was unlocked takes nothing (Redis remembers
+// the token it served), so a held-back Extend of that lease to an hour, landing after it,
+// finds no key of its own to lengthen, and another process takes the free lock at once.
+// Lock asks with its process's standing-request token (its first attempt does not
+// stand); TryLock with a fresh token, and go-redis resends its held-back call on a new
+// connection within the round trip's deadline.
+func TestLateAcquisitionNeverRevivesEndedLease(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lock func(*dlock.Mutex, context.Context) (*dlock.Lease, error)
+	}{
+		{"Lock", (*dlock.Mutex).Lock},
+		{"TryLock", (*dlock.Mutex).TryLock},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, rdb := standalone(t)
+			other := newClient(t, rdb)
+			a := newLateProcessRT(t, srv, 200*time.Millisecond)
+			ctx := ctxTimeout(t, 20*time.Second)
+			name := "revive-" + tt.name
+			key := "dlock:" + name
+			const ttl = 2 * time.Second
+
+			var lease *dlock.Lease
+			acquisition, locked := a.hold(t, func() (err error) {
+				lease, err = tt.lock(a.Mutex(name, dlock.TTL(ttl)), ctx)
+				return err
+			})
+			select {
+			case err := <-locked:
+				if err != nil {
+					t.Fatalf("%s with its first copy held back: %v", tt.name, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not return within 10s", tt.name)
+			}
+			extend, extended := a.hold(t, func() error { return lease.Extend(ctx, time.Hour) })
+			t.Logf("Extend, held back: %v", <-extended)
+			if err := lease.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock: %v", err)
+			}
+			land(t, acquisition)
+			land(t, extend)
+			if v, err := rdb.Get(ctx, key).Result(); err != redis.Nil {
+				t.Errorf("after the late acquisition and the late Extend the key holds %q (PTTL %v), want it free", v, rdb.PTTL(ctx, key).Val())
+			}
+			l, err := other.Mutex(name).TryLock(ctx)
+			if err != nil {
+				t.Fatalf("the lock, held by no one, is refused: %v", err)
+			}
+			_ = l.Unlock(ctx)
+		})
+	}
+}

@@ -92,7 +92,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 // (FairMutex), or else a fresh token.
 func attemptToken(r *request) (token any, claim bool) {
 	t := r.t
-	r.reserve, r.askSeq = 1, nil
+	r.reserve, r.stands = 1, false
 	if ask := t.coord.prepare(r); ask != nil {
 		return ask, true
 	}

@@ -33,7 +33,6 @@ type Client struct {
 	queues      map[string]*localQueue // guarded by mu: waiters and holds of this process, by lock key
 	spareQueues []*localQueue          // guarded by mu: idle queues kept for reuse
 	holds       map[*Hold]struct{}     // guarded by mu: outer holds not yet ended, released by Close
-	asks        uint64                 // guarded by mu: the Mutex standing requests made, numbering them (mutexAsk.seq)
 	closed      bool                   // guarded by mu
 	done        chan struct{}          // closed by Close; ends every wait
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -31,7 +30,7 @@ import (
 // waited longest, not to whichever request lands first. A Lock refused again (its first
 // attempt does not stand, so an uncontended Lock writes no request) puts its process at
 // the back of the lock's turn list (once) with a standing request: the token it asks with,
-// which it keeps across its attempts, its number (mutex_asks.lua), and how many fencing
+// which it keeps across its attempts (mutex_asks.lua), and how many fencing
 // tokens to reserve. The release
 // script takes the first process of the list and, if its request is live, grants it at
 // once: it sets the lock to the request's token and publishes the grant (grants.go), so
@@ -80,13 +79,12 @@ const maxReserve = 64
 const askReserve = 16
 
 // mutexAsk is this process's standing request for a Mutex: the token it asks with until it
-// gets the lock, a time before it first sent it, and its number among the process's
-// requests, which only grows: Redis marks the numbers served or left, so that an attempt
-// of an older request that lands late does not stand again (mutex_asks.lua).
+// gets the lock, and a time before it first sent it. Redis makes the token a tombstone
+// once it is served or left (gone.lua), so that an attempt of an older request that lands
+// late does not stand again.
 type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
-	seq   uint64
 	// shortest (guarded by Client.mu) is the shortest TTL any attempt of it carried: a
 	// grant sets the key for the TTL of the last attempt that landed, which may be any
 	// of them, one that lands late included (handles of one name with different TTLs
@@ -151,13 +149,13 @@ func (k *coordinator) leave(ctx context.Context, r *request) {
 func (k *coordinator) leaveTurns(ask *mutexAsk) {
 	t := k.t
 	sendEvery(t.c, t.c.turn.length, func(call *batch.Call) bool {
-		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, strconv.FormatUint(ask.seq, 10), call)
+		mutexRelease(t, ask.token, t.c.nodes[call.Node].PublishCommand(), leaveMode, t.turnIDArg, call)
 		return true
 	})
 }
 
 // dropAsk forgets this process's standing request, which Redis says was served or left
-// (mutex_asks.lua): the next attempt makes a new one.
+// (gone.lua): the next attempt makes a new one.
 func (k *coordinator) dropAsk() {
 	if !k.takesTurns() {
 		return
@@ -240,8 +238,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// Its clock starts now, before the token is first sent: no grant of it can come
 		// earlier. Its first attempt does not stand (no number): an uncontended Lock
 		// leaves no request behind.
-		c.asks++
-		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), seq: c.asks, shortest: k.t.cfg.TTL}
+		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), shortest: k.t.cfg.TTL}
 		return q.ask.token
 	} else if r.behind > 0 {
 		// Waiting already, with others queued here: this attempt refreshes the standing
@@ -250,7 +247,7 @@ func (k *coordinator) prepare(r *request) (ask any) {
 		// taken, and the tokens left over are a gap.
 		r.reserve = max(r.reserve, askReserve)
 	}
-	r.askSeq = strconv.FormatUint(q.ask.seq, 10) // it stands from now on (mutex_asks.lua); boxed under contention only
+	r.stands = true // from now on (mutex_asks.lua)
 	q.ask.shortest = min(q.ask.shortest, k.t.cfg.TTL)
 	return q.ask.token
 }

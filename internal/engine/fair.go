@@ -27,7 +27,7 @@ type fairScheme struct{}
 func (fairScheme) kind() string { return KindFair }
 
 func fairKeys(t *Target) []string {
-	return []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines()}
+	return []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines(), t.keys.Gone}
 }
 
 // waiterChannel is where a waiter is told that the lock was handed to it.

@@ -161,13 +161,14 @@ type multiScheme struct {
 	part  int             // the part's place in its MultiMutex's parts; -1 for the whole of it
 
 	// Script keys and arguments, made (and boxed) once; read-only.
-	lockKeys    []string // each name's lock key (multi_extend)
-	acquireKeys []string // lock key and fencing counter of each name (multi_acquire)
-	releaseKeys []string // lock key, turn list, fencing counter, asks of each (multi_release)
+	lockKeys    []string // each name's lock key
+	extendKeys  []string // each name's lock key, then the first's gone (multi_extend)
+	acquireKeys []string // lock key and fencing counter of each name, then the first's gone (multi_acquire)
+	releaseKeys []string // lock key, turn list, fencing counter, asks, gone of each (multi_release)
 	fenceKeys   []string // each name's fencing counter (fence_raise)
 	channelArgs []any    // each name's channel (multi_release)
 
-	lockKeyArgs, acquireKeyArgs, releaseKeyArgs []any
+	extendKeyArgs, acquireKeyArgs, releaseKeyArgs []any
 }
 
 func newMultiScheme(names []namedKeys, part int) *multiScheme {
@@ -178,11 +179,16 @@ func newMultiScheme(names []namedKeys, part int) *multiScheme {
 		s.keys = append(s.keys, k)
 		s.lockKeys = append(s.lockKeys, k.Lock)
 		s.acquireKeys = append(s.acquireKeys, k.Lock, k.Fence)
-		s.releaseKeys = append(s.releaseKeys, k.Lock, k.Turns, k.Fence, k.Asks)
+		s.releaseKeys = append(s.releaseKeys, k.Lock, k.Turns, k.Fence, k.Asks, k.Gone)
 		s.fenceKeys = append(s.fenceKeys, k.Fence)
 		s.channelArgs = append(s.channelArgs, k.Channel)
 	}
-	s.lockKeyArgs, s.acquireKeyArgs, s.releaseKeyArgs = boxed(s.lockKeys), boxed(s.acquireKeys), boxed(s.releaseKeys)
+	s.extendKeys = slices.Clone(s.lockKeys)
+	if len(s.keys) > 0 { // a MultiMutex of no names returns that error, and runs no script
+		s.acquireKeys = append(s.acquireKeys, s.keys[0].Gone)
+		s.extendKeys = append(s.extendKeys, s.keys[0].Gone)
+	}
+	s.extendKeyArgs, s.acquireKeyArgs, s.releaseKeyArgs = boxed(s.extendKeys), boxed(s.acquireKeys), boxed(s.releaseKeys)
 	return s
 }
 
@@ -213,7 +219,7 @@ func (s *multiScheme) release(t *Target, token any, publish string, call *batch.
 
 func (s *multiScheme) extend(_ *Target, token any, ttl string, call *batch.Call) {
 	call.Script = scripts.MultiExtend
-	call.Keys, call.KeyArgs = s.lockKeys, s.lockKeyArgs
+	call.Keys, call.KeyArgs = s.extendKeys, s.extendKeyArgs
 	call.Args = []any{token, ttl}
 }
 

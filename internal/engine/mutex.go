@@ -20,33 +20,32 @@ func (mutexScheme) kind() string { return KindMutex }
 func (mutexScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	call.Script = scripts.MutexAcquire
 	call.Keys, call.KeyArgs = t.mutexKeys, t.mutexKeyArgs
-	seq := r.askSeq
-	if seq == nil {
-		seq = noArg
+	stands := noArg
+	if r.stands {
+		stands = "1"
 	}
-	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg, seq}
+	call.Args = []any{token, t.ttlArg, r.reserve, t.turnIDArg, flagArg(!r.try), t.turnsLifeArg, askLifeArg, stands}
 }
 
 func (mutexScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	mutexRelease(t, token, publish, releaseMode, noArg, noArg, call)
+	mutexRelease(t, token, publish, releaseMode, noArg, call)
 }
 
 // mutexRelease prepares mutex_release.lua: a release (mode releaseMode) of token, or a
-// process that stops waiting (leaveMode, with its id as me and its request's token and
-// number, seq).
-func mutexRelease(t *Target, token any, publish string, mode, me, seq any, call *batch.Call) {
+// process that stops waiting (leaveMode, with its id as me and its request's token).
+func mutexRelease(t *Target, token any, publish string, mode, me any, call *batch.Call) {
 	call.Script = scripts.MutexRelease
 	call.Keys, call.KeyArgs = t.mutexReleaseKeys, t.mutexReleaseKeyArgs
 	var turn any = noArg // an RWMutex writer's release comes here too: it takes no turns
 	if t.coord.takesTurns() {
 		turn = t.c.turn.arg
 	}
-	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me, seq}
+	call.Args = []any{token, t.channelArg, publishArg(publish), turn, grantLengthArg, mode, me}
 }
 
 func (mutexScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	call.Script = scripts.MutexExtend
-	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
+	call.Keys, call.KeyArgs = t.extendKeys, t.extendKeyArgs
 	call.Args = []any{token, ttl}
 }
 

@@ -27,7 +27,7 @@ type request struct {
 	// Mutex, set before each attempt: see coordinator.go and mutex_acquire.lua.
 	reserve int64 // fencing tokens to reserve: at least 1 plus one per local waiter behind the caller
 	behind  int64 // local waiters behind the caller: the hand-offs the hold may make
-	askSeq  any   // the number of the standing request the attempt asks with (mutexAsk.seq); nil for none
+	stands  bool  // the attempt asks with the process's standing request (mutex_asks.lua)
 	// grants are the grants to this caller (a Mutex's standing request, a FairMutex
 	// waiter), made when it first listens: see grants.go.
 	grants chan scripts.Grant

@@ -42,7 +42,7 @@ func (rw *RW) Lock(ctx context.Context, try bool) (*Lease, error) {
 }
 
 func rwKeys(t *Target) []string {
-	return []string{t.keys.Lock, t.keys.Fence, t.keys.Readers(), t.keys.Writers()}
+	return []string{t.keys.Lock, t.keys.Fence, t.keys.Readers(), t.keys.Writers(), t.keys.Gone}
 }
 
 func rwChannels(t *Target, n *Node) []notify.Channel {
@@ -70,7 +70,7 @@ func (readScheme) release(t *Target, token any, publish string, call *batch.Call
 func (readScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	readers := t.keys.Readers()
 	call.Script = scripts.MemberExtend
-	call.Keys = []string{readers, readers}
+	call.Keys = []string{readers, readers, t.keys.Gone}
 	call.Args = []any{token, ttl}
 }
 

@@ -34,7 +34,7 @@ func semKeys(t *Target) (holders, permits string) {
 func (s semaphoreScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.SemaphoreAcquire
-	call.Keys = []string{holders, t.keys.Fence, permits, t.keys.Queue(), t.keys.QueueDeadlines()}
+	call.Keys = []string{holders, t.keys.Fence, permits, t.keys.Queue(), t.keys.QueueDeadlines(), t.keys.Gone}
 	call.Args = []any{
 		token, t.ttlArg, strconv.FormatInt(s.size, 10), strconv.FormatInt(r.n, 10),
 		// On a quorum, waiters do not queue: each node would keep its own order, and a
@@ -53,7 +53,7 @@ func (semaphoreScheme) release(t *Target, token any, publish string, call *batch
 func (semaphoreScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	holders, permits := semKeys(t)
 	call.Script = scripts.MemberExtend
-	call.Keys = []string{holders, permits}
+	call.Keys = []string{holders, permits, t.keys.Gone}
 	call.Args = []any{token, ttl}
 }
 

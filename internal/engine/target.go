@@ -28,13 +28,14 @@ type Target struct {
 	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
 	turnIDArg        any      // Mutex: turnID()
 	channelArg       any      // keys.Channel
-	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks; read-only
-	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks; read-only
-	lockKeys         []string // the lock key alone (Mutex extend); read-only
+	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks, gone; read-only
+	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks, gone; read-only
+	lockKeys         []string // the lock key alone; read-only
+	extendKeys       []string // Mutex extend: lock, gone; read-only
 
 	// The same keys boxed for go-redis (batch.Call.KeyArgs), so that a call does not box
 	// them again.
-	mutexKeyArgs, mutexReleaseKeyArgs, lockKeyArgs []any
+	mutexKeyArgs, mutexReleaseKeyArgs, lockKeyArgs, extendKeyArgs []any
 }
 
 func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *Target {
@@ -48,11 +49,12 @@ func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *
 	t.turnsLifeArg = ms(max(3*t.cfg.TTL, time.Minute).Milliseconds())
 	t.turnIDArg = t.coord.turnID()
 	t.channelArg = t.keys.Channel
-	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks}
-	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks}
+	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks, t.keys.Gone}
+	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks, t.keys.Gone}
 	t.lockKeys = []string{t.keys.Lock}
+	t.extendKeys = []string{t.keys.Lock, t.keys.Gone}
 	t.mutexKeyArgs, t.mutexReleaseKeyArgs = boxed(t.mutexKeys), boxed(t.mutexReleaseKeys)
-	t.lockKeyArgs = boxed(t.lockKeys)
+	t.lockKeyArgs, t.extendKeyArgs = boxed(t.lockKeys), boxed(t.extendKeys)
 	return t
 }
 
@@ -129,8 +131,8 @@ func (t *Target) LocalWaiters() int {
 	return 0
 }
 
-// LeaveTurns sends t's leave of the turns for a standing request with token ask and number
-// seq, as the last local waiter that gives up does, for tests.
-func (t *Target) LeaveTurns(ask string, seq uint64) {
-	t.coord.leaveTurns(&mutexAsk{token: ask, seq: seq})
+// LeaveTurns sends t's leave of the turns for a standing request with token ask, as the
+// last local waiter that gives up does, for tests.
+func (t *Target) LeaveTurns(ask string) {
+	t.coord.leaveTurns(&mutexAsk{token: ask})
 }

@@ -87,7 +87,7 @@ func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
 	now := time.Now()
 	deadline, _ := token.(*stamp).write(now, t.cfg.TTL)
 	call.Script = scripts.StampAcquire
-	call.Keys = []string{t.keys.Lock, t.keys.Fence}
+	call.Keys = []string{t.keys.Lock, t.keys.Fence, t.keys.Gone}
 	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg}
 }
 
@@ -110,7 +110,7 @@ func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	length, _ := strconv.ParseInt(ttl, 10, 64) // ms() made it
 	deadline, owned := token.(*stamp).write(time.Now(), time.Duration(length)*time.Millisecond)
 	call.Script = scripts.StampExtend
-	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
+	call.Keys, call.KeyArgs = t.extendKeys, t.extendKeyArgs
 	call.Args = append([]any{deadline, ttl}, owned...)
 }
 

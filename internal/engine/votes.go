@@ -288,8 +288,8 @@ func (v *votes) refusedLeft() []time.Duration {
 	return left
 }
 
-// gone reports whether a node refused because the attempt's waiter token was served or
-// left its wait list for good (scripts.Gone).
+// gone reports whether a node refused because the attempt's token (or waiter id) was
+// served or left for good (scripts.Gone).
 func (v *votes) gone() bool {
 	for i, val := range v.vals {
 		if v.answered[i] && !v.failedAt(i) && scripts.Gone(val) {

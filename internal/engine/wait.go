@@ -193,10 +193,10 @@ func (w *waiting) listen(ctx context.Context) bool {
 	return len(w.watches) > 0
 }
 
-// rejoin makes the request ask anew, for an attempt that found its waiter id, or its
-// process's standing request (Mutex), served or left (a grant to it lapsed before it heard
-// of it; an acquisition undone after its reply was lost): Redis never lists those again
-// (gone.lua, mutex_asks.lua), so that a late request of theirs cannot bring them back. An
+// rejoin makes the request ask anew, for an attempt that found its token (its waiter id,
+// or its process's standing request) served or left (a grant to it lapsed before it heard
+// of it; an acquisition undone after its reply was lost): Redis never takes or lists those
+// again (gone.lua), so that a late request of theirs cannot bring them back. An
 // old id leaves the lists of the other nodes; the waiter listens again, on the new id's
 // channels, after its next attempt.
 func (w *waiting) rejoin() {

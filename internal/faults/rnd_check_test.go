@@ -85,12 +85,14 @@ func keyLife(key string) time.Duration {
 		return turnsLife
 	case ok && (suffix == ":queue:deadlines" || suffix == ":writers"):
 		return goneLife // the tombstones of the waiters served or gone (gone.lua)
+	case ok && suffix == ":gone":
+		return rndMaxExtend + goneLife // a token's tombstone outlives its lease (gone.lua)
 	}
 	return 0
 }
 
-// goneLife is how long a wait list remembers a waiter that was served or gave up
-// (GONE_MS in internal/scripts/gone.lua).
+// goneLife is how long a wait list remembers a waiter that was served or gave up, and a
+// lock a token it served once its lease ended (GONE_MS in internal/scripts/gone.lua).
 const goneLife = 10 * time.Second
 
 // rndBounds are the checker's bounds.

@@ -16,7 +16,11 @@ type Keys struct {
 	Channel string // where releases are published
 	Turns   string // Mutex: the processes waiting, oldest first
 	Asks    string // Mutex: the standing requests of the waiting processes
-	Tag     string // a prefix that hashes to the lock key's slot: every companion extends it
+	// Gone is where a Mutex, a MultiMutex or a TimestampMutex remembers the tokens it
+	// served lately, so that a late copy of their acquisition takes nothing (gone.lua).
+	// The kinds with a wait list keep these tombstones among its deadlines instead.
+	Gone string
+	Tag  string // a prefix that hashes to the lock key's slot: every companion extends it
 }
 
 // The suffixes of the companion keys and channels, after Tag. A kind that adds a companion
@@ -26,6 +30,7 @@ const (
 	channelSuffix   = ":released"
 	turnsSuffix     = ":turns"
 	asksSuffix      = ":asks"
+	goneSuffix      = ":gone"
 	queueSuffix     = ":queue"
 	deadlinesSuffix = ":queue:deadlines"
 	readersSuffix   = ":readers"
@@ -39,7 +44,7 @@ const (
 // Companions are the suffixes of every companion key, after a lock's Tag; the waiters'
 // channels (GrantedInfix) are not keys and are not listed.
 func Companions() []string {
-	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
+	return []string{fenceSuffix, turnsSuffix, asksSuffix, goneSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
 }
 
 // Queue is the FairMutex's or the Semaphore's queue: a list of waiter ids in arrival order.
@@ -76,7 +81,7 @@ func For(prefix, name string) (Keys, error) {
 		return Keys{}, err
 	}
 	return Keys{Lock: lock, Fence: tag + fenceSuffix, Channel: tag + channelSuffix,
-		Turns: tag + turnsSuffix, Asks: tag + asksSuffix, Tag: tag}, nil
+		Turns: tag + turnsSuffix, Asks: tag + asksSuffix, Gone: tag + goneSuffix, Tag: tag}, nil
 }
 
 // SlotTag returns a prefix that hashes to the same Redis Cluster slot as key: the key itself

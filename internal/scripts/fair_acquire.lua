@@ -7,6 +7,7 @@
 --          entry dies unless refreshed; a waiter that dies or stops refreshing is skipped
 --          once it reaches the head of the queue. A waiter served or gone is a tombstone
 --          here (gone.lua)
+-- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
 -- ARGV[1]  the caller's token: its place in the queue and, once granted, the lock's value
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  queue entry lifetime in milliseconds (the waiter refreshes it while it waits)
@@ -21,8 +22,9 @@
 --        queue, and the caller must ask again with a new one
 -- Late: finding its own token in the key (a grant, or an attempt of the same waiter that
 --   landed first), it only lengthens the key, never shortens it. Finding its token a
---   tombstone (the waiter was served, or left), it changes nothing. Otherwise (it lands
---   more than GONE_MS after that) it acts as if on time: it may take a free lock that no
+--   tombstone (the waiter was served, and its lease ended, or it left), it changes
+--   nothing, so an Extend of that lease, landing later, finds nothing of its own.
+--   Otherwise (it lands more than GONE_MS after that) it acts as if on time: it may take a free lock that no
 --   one queued for, for at most ARGV[2], or queue a token whose caller stopped asking,
 --   for at most ARGV[3] (no one refreshes it, so it is skipped once its deadline passes).
 -- Time comes from the server (TIME), never from the client.
@@ -38,9 +40,10 @@ if holder == ARGV[1] then
 	if left >= 0 and left < tonumber(ARGV[2]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
+	served(KEYS[5], ARGV[1], now, ARGV[2])
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-if isGone(redis.call('ZSCORE', KEYS[4], ARGV[1])) then
+if isGone(redis.call('ZSCORE', KEYS[4], ARGV[1])) or wasServed(KEYS[5], ARGV[1], now) then
 	return goneReply()
 end
 
@@ -62,6 +65,7 @@ if not holder and (not head or head == ARGV[1]) then
 		redis.call('LPOP', KEYS[3])
 	end
 	gone(KEYS[4], ARGV[1], now) -- served: an earlier attempt of its, landing late, finds it gone
+	served(KEYS[5], ARGV[1], now, ARGV[2])
 	return redis.call('INCR', KEYS[2])
 end
 

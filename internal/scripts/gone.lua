@@ -1,26 +1,51 @@
--- gone: how a wait list remembers the waiters that left it for good. scripts.go puts this
--- in front of the scripts that keep a wait list of waiter ids with a sorted set of their
--- deadlines (fair_acquire.lua, fair_release.lua, rw_read_acquire.lua,
--- rw_write_acquire.lua, semaphore_acquire.lua, waiter_leave.lua).
+-- gone: how a lock remembers the tokens it served and the waiters that left it for good.
+-- scripts.go puts this in front of every script that takes, extends or hands over a lock,
+-- or keeps a wait list.
 --
--- A waiter leaves for good when it is served (the lock or permits handed or taken, whether
--- or not it was listed: an earlier attempt of its may land later) or gives up (its leave). Its id then stays in the deadlines as a tombstone: a
--- negative score, -(the Redis time, in ms, at which the tombstone dies), for GONE_MS. An
--- attempt of that id that lands later (sent before, delivered late, or resent) finds the
--- tombstone and is refused with goneReply(): it neither lists the id again nor takes the
--- lock. A waiter that is refused so while it still waits (a grant that lapsed before it
--- heard of it; an acquisition undone) asks again with a new id. Live entries have positive
--- scores, so every reader of deadlines by score (a dead entry has a score at or below
--- now) also passes over tombstones.
+-- A token is served once. Every acquisition and every hand-over makes the token it gives
+-- the lock to (a holder's token; a TimestampMutex's deadline) a tombstone in the lock's
+-- :gone key, and every Extend or renewal keeps it one: it dies GONE_MS after the lease
+-- would end if it were not renewed again, and a release leaves it so. A waiter's id that
+-- was served, or gave up, is a tombstone for GONE_MS in its wait list's deadlines (those
+-- of a FairMutex, an RWMutex's writers, a Semaphore; a FairMutex waiter's id is also its
+-- holder token). A tombstone is a negative score, -(the Redis time, in ms, at which it
+-- dies).
 --
--- gone(deadlines, waiter, now) makes waiter a tombstone for GONE_MS from now (or longer, if
---   it was one already), and keeps deadlines at least as long.
+-- An attempt of a tombstoned token or id that lands later (sent before, delivered late,
+-- or resent) takes nothing and lists nothing, unless it finds the lock still held by that
+-- very token, which it only lengthens. It is refused with goneReply(); a waiter refused so
+-- while it still waits (a grant that lapsed before it heard of it; an acquisition undone)
+-- asks again with a new token.
+--
+-- This is what keeps a late call from reviving a lease that ended: an Extend or a renewal
+-- only lengthens a lock that still holds its token, and a token can take the lock again,
+-- once its lease ended, only by a copy of its acquisition that lands more than GONE_MS
+-- after that end; an Extend that lands after that copy was sent before the lease ended,
+-- and so is more than GONE_MS late too. Calls delayed by less than GONE_MS never revive a
+-- lease.
+--
+-- Live wait-list entries have positive scores, so every reader of deadlines by score (a
+-- dead entry has a score at or below now) also passes over tombstones.
+--
+-- redisNow() is the Redis time in ms, the clock of every tombstone and deadline.
+-- gone(deadlines, waiter, now) makes a waiter's id a tombstone for GONE_MS from now (or
+--   longer, if it was one already), and keeps deadlines at least as long.
+-- served(goneKey, token, now, lease) makes a holder's token a tombstone until lease ms
+--   (a number or a decimal string) and GONE_MS from now, or longer if it was one already;
+--   it prunes the dead, and the key lives as long as its longest-lived tombstone.
+-- wasServed(goneKey, token, now) reports whether a holder's token is a living tombstone.
 -- isGone(score) reports whether a ZSCORE reply is a tombstone.
 -- isListed(score) reports whether a ZSCORE reply is a live or dead entry (no tombstone).
--- pruneGone(deadlines, now) removes the tombstones that have died.
+-- pruneGone(set, now) removes the tombstones that have died; a script prunes a wait list
+--   before it asks isGone.
 -- goneReply() is the reply of an attempt of a tombstoned token: a refusal (refusal.lua)
 --   whose time left, 2^36 + 1 ms, is above any real one; scripts.Gone recognises it.
 local GONE_MS = 10000
+
+local function redisNow()
+	local clock = redis.call('TIME')
+	return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
 
 local function gone(deadlines, waiter, now)
 	local score = tonumber(redis.call('ZSCORE', deadlines, waiter))
@@ -32,6 +57,25 @@ local function gone(deadlines, waiter, now)
 	end
 end
 
+local function served(goneKey, token, now, lease)
+	local dies = now + tonumber(lease) + GONE_MS
+	local score = tonumber(redis.call('ZSCORE', goneKey, token))
+	if score and -score >= dies then
+		return -- a tombstone only lives longer
+	end
+	redis.call('ZADD', goneKey, -dies, token)
+	redis.call('ZREMRANGEBYSCORE', goneKey, '(' .. -now, '(0')
+	local longest = redis.call('ZRANGE', goneKey, 0, 0, 'WITHSCORES')
+	if -tonumber(longest[2]) <= dies then -- no other outlives it: the key lives as long
+		redis.call('PEXPIRE', goneKey, dies - now)
+	end
+end
+
+local function wasServed(goneKey, token, now)
+	local score = tonumber(redis.call('ZSCORE', goneKey, token))
+	return score ~= nil and -score > now
+end
+
 local function isGone(score)
 	return score ~= false and tonumber(score) < 0
 end
@@ -40,8 +84,8 @@ local function isListed(score)
 	return score ~= false and tonumber(score) > 0
 end
 
-local function pruneGone(deadlines, now)
-	redis.call('ZREMRANGEBYSCORE', deadlines, '(' .. -now, '(0')
+local function pruneGone(set, now)
+	redis.call('ZREMRANGEBYSCORE', set, '(' .. -now, '(0')
 end
 
 local function goneReply()

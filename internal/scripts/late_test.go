@@ -148,6 +148,16 @@ func (r *lateRig) wantNotListed(t *testing.T, key, member string) {
 	}
 }
 
+// tombstoneDied makes member's tombstone in set one that died a moment ago (gone.lua):
+// the set as a call finds it that lands after the tombstone's life (GONE_MS for a
+// waiter's id; for a holder's token, GONE_MS after its lease would end).
+func (r *lateRig) tombstoneDied(t *testing.T, set, member string) {
+	t.Helper()
+	if err := r.rdb.ZAdd(ctx, set, redis.Z{Score: -float64(r.now(t) - 1), Member: member}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (r *lateRig) wantList(t *testing.T, key string, want ...string) {
 	t.Helper()
 	if got := r.rdb.LRange(ctx, key, 0, -1).Val(); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -172,42 +182,36 @@ func wantRefused(t *testing.T, reply int64) {
 
 // The scripts' calls, as the engine makes them.
 
-func (r *lateRig) rwKeys() []string {
-	return []string{r.k.Lock, r.k.Fence, r.k.Readers(), r.k.Writers()}
-}
-
 func (r *lateRig) readAcquire(token, owner string) (int64, error) {
-	return RwReadAcquire.Run(ctx, r.rdb, r.rwKeys(), token, lateTTL.Milliseconds(), owner).Int64()
+	return RwReadAcquire.Run(ctx, r.rdb, rwKeys(r.k), token, lateTTL.Milliseconds(), owner).Int64()
 }
 
 func (r *lateRig) writeAcquire(token, waiter string, try bool) (int64, error) {
-	return RwWriteAcquire.Run(ctx, r.rdb, r.rwKeys(), token, lateTTL.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try), "1").Int64()
+	return RwWriteAcquire.Run(ctx, r.rdb, rwKeys(r.k), token, lateTTL.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try), "1").Int64()
 }
 
 func (r *lateRig) leaveWriters(waiter string) (int64, error) {
-	w := r.k.Writers()
-	return WaiterLeave.Run(ctx, r.rdb, []string{w, w}, waiter, r.k.Channel, "PUBLISH").Int64()
+	return WaiterLeave.Run(ctx, r.rdb, writerLeaveKeys(r.k), waiter, r.k.Channel, "PUBLISH").Int64()
 }
 
 func (r *lateRig) readRelease(token string) (int64, error) {
-	readers := r.k.Readers()
-	return MemberRelease.Run(ctx, r.rdb, []string{readers, readers}, token, r.k.Channel, "PUBLISH").Int64()
+	return MemberRelease.Run(ctx, r.rdb, readerKeys(r.k), token, r.k.Channel, "PUBLISH").Int64()
 }
 
 const semSize = 2
 
 func (r *lateRig) semAcquire(token string, n int, waiter string, try bool) (int64, error) {
 	k := r.k
-	return SemaphoreAcquire.Run(ctx, r.rdb, []string{k.Lock, k.Fence, k.Permits(), k.Queue(), k.QueueDeadlines()},
+	return SemaphoreAcquire.Run(ctx, r.rdb, semaphoreKeys(k),
 		token, lateTTL.Milliseconds(), semSize, n, waiter, lateLife.Milliseconds(), flag(try), k.Channel, "PUBLISH").Int64()
 }
 
 func (r *lateRig) semLeave(waiter string) (int64, error) {
-	return WaiterLeave.Run(ctx, r.rdb, []string{r.k.QueueDeadlines(), r.k.Queue()}, waiter, r.k.Channel, "PUBLISH").Int64()
+	return WaiterLeave.Run(ctx, r.rdb, queueLeaveKeys(r.k), waiter, r.k.Channel, "PUBLISH").Int64()
 }
 
 func (r *lateRig) semRelease(token string) (int64, error) {
-	return MemberRelease.Run(ctx, r.rdb, []string{r.k.Lock, r.k.Permits()}, token, r.k.Channel, "PUBLISH").Int64()
+	return MemberRelease.Run(ctx, r.rdb, holderKeys(r.k), token, r.k.Channel, "PUBLISH").Int64()
 }
 
 // setLong makes key hold value with otherLong left: a later holder that extended its lease.
@@ -616,6 +620,7 @@ func TestLateMutexRelease(t *testing.T) {
 				t.Fatalf("p1's request = %q, want the newer waiter's", ask)
 			}
 			r.wantValue(t, r.k.Lock, tokenB)
+			r.wantServed(t, tokenA, 0) // left: an attempt of it landing later takes nothing
 			r.quiet(t)
 		}},
 		{"a leave after a newer waiter of the process was granted: its hold stays", func(t *testing.T, r *lateRig) {
@@ -630,6 +635,8 @@ func TestLateMutexRelease(t *testing.T) {
 		}, leave, func(t *testing.T, r *lateRig, reply int64) {
 			ok(t, reply, nil, 0)
 			r.wantValue(t, r.k.Lock, tokenC)
+			r.wantServed(t, tokenA, 0)
+			r.wantServed(t, tokenC, grantLength) // granted, for the grant length
 			r.quiet(t)
 		}},
 		{"a leave after the process was promised the turn: the turn is passed on (a lost place)", func(t *testing.T, r *lateRig) {
@@ -640,6 +647,7 @@ func TestLateMutexRelease(t *testing.T) {
 			ok(t, reply, nil, 1)
 			r.heard(t, "turn:p2")
 			r.wantValue(t, r.k.Lock, "turn:p2")
+			r.wantServed(t, tokenA, 0)
 		}},
 	})
 }
@@ -698,11 +706,10 @@ func TestLateMulti(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	acq := func(a, b keyspace.Keys, token string) (int64, error) {
-		return MultiAcquire.Run(ctx, rdb, []string{a.Lock, a.Fence, b.Lock, b.Fence}, token, lateTTL.Milliseconds(), 0).Int64()
+		return runMultiAcquire(rdb, []keyspace.Keys{a, b}, token, lateTTL)
 	}
 	rel := func(a, b keyspace.Keys, token string) (int64, error) {
-		return MultiRelease.Run(ctx, rdb, []string{a.Lock, a.Turns, a.Fence, a.Asks, b.Lock, b.Turns, b.Fence, b.Asks},
-			token, "PUBLISH", "20000", 3000, a.Channel, b.Channel).Int64()
+		return runMultiRelease(rdb, []keyspace.Keys{a, b}, token, "PUBLISH", "20000")
 	}
 	r := &lateRig{rdb: rdb}
 
@@ -931,7 +938,9 @@ func TestLateInspectAndForceUnlock(t *testing.T) {
 		},
 	}, {
 		// A deadline is no owner: a later TimestampMutex hold may write the one the caller
-		// read. Its acquisition raised the counter.
+		// read (a client whose clock and lease length give the same deadline, more than
+		// the first hold's lease and GONE_MS later, when its tombstone has died). Its
+		// acquisition raised the counter.
 		name: "a TimestampMutex hold that wrote the deadline read: nothing changes",
 		state: func(t *testing.T, r *lateRig) {
 			now := time.Now().UnixMilli()
@@ -939,7 +948,8 @@ func TestLateInspectAndForceUnlock(t *testing.T) {
 			ok(t, got, err, 1)
 			v = r.read(t)
 			rdb.Del(ctx, r.k.Lock)
-			got, err = stampAcq(rdb, r.k, now, now+60_000, time.Minute)
+			r.tombstoneDied(t, r.k.Gone, strconv.FormatInt(now+60_000, 10))
+			got, err = stampAcq(rdb, r.k, now+15_000, now+60_000, 45*time.Second)
 			ok(t, got, err, 2)
 		},
 		land: land,
@@ -952,19 +962,6 @@ func TestLateInspectAndForceUnlock(t *testing.T) {
 			r.quiet(t)
 		},
 	}})
-}
-
-// stampRun runs a TimestampMutex script on key k.
-func stampAcq(rdb redis.Scripter, k keyspace.Keys, clock, deadline int64, ttl time.Duration) (int64, error) {
-	return StampAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence}, clock, deadline, ttl.Milliseconds()).Int64()
-}
-
-func stampRel(rdb redis.Scripter, k keyspace.Keys, publish string, owned ...int64) (int64, error) {
-	args := []any{k.Channel, publish}
-	for _, d := range owned {
-		args = append(args, strconv.FormatInt(d, 10))
-	}
-	return StampRelease.Run(ctx, rdb, []string{k.Lock}, args...).Int64()
 }
 
 // TestLateStamp: TimestampMutex attempts and releases that land late.
@@ -1011,7 +1008,7 @@ func TestLateStamp(t *testing.T) {
 		k := keys(t, "late:stamp:4")
 		later := strconv.FormatInt(mine+1, 10)
 		rdb.Set(ctx, k.Lock, later, otherLong)
-		got, err := stampRel(rdb, k, "PUBLISH", sent, mine)
+		got, err := runStampRelease(rdb, k, "PUBLISH", sent, mine)
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, later)
 		r.wantLong(t, k.Lock)
@@ -1026,7 +1023,7 @@ func TestLateStamp(t *testing.T) {
 		deadline := now + lateTTL.Milliseconds()
 		got, err := stampAcq(rdb, k, now, deadline+1, lateTTL)
 		must(t, got, err, 1)
-		got, err = stampRel(rdb, k, "PUBLISH", deadline) // hold 1's release, landing late
+		got, err = runStampRelease(rdb, k, "PUBLISH", deadline) // hold 1's release, landing late
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, strconv.FormatInt(deadline+1, 10))
 		r.wantPTTL(t, k.Lock, 1, lateTTL)
@@ -1035,7 +1032,7 @@ func TestLateStamp(t *testing.T) {
 		k := keys(t, "late:stamp:5")
 		theirs := strconv.FormatInt(time.Now().UnixMilli()+30_000, 10)
 		rdb.Set(ctx, k.Lock, theirs, 0) // GETSET drops the expiry
-		got, err := stampRel(rdb, k, "PUBLISH", mine)
+		got, err := runStampRelease(rdb, k, "PUBLISH", mine)
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, theirs)
 	})
@@ -1043,7 +1040,7 @@ func TestLateStamp(t *testing.T) {
 		k := keys(t, "late:stamp:6")
 		got, err := stampAcq(rdb, k, sent, mine, lateTTL)
 		must(t, got, err, 1)
-		got, err = stampRel(rdb, k, "", mine)
+		got, err = runStampRelease(rdb, k, "", mine)
 		must(t, got, err, 1)
 		r.wantGone(t, k.Lock)
 	})
@@ -1105,7 +1102,7 @@ func TestLateOwnTokenCopyNeverShortens(t *testing.T) {
 	})
 	t.Run("fair_acquire", func(t *testing.T) {
 		k := keys(t, "finding:fair")
-		fk := []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines()}
+		fk := fairKeys(k)
 		got, err := FairAcquire.Run(ctx, rdb, fk, tokenA, 60000, 3000, "0").Int64()
 		must(t, got, err, 1)
 		rdb.PExpire(ctx, k.Lock, otherLong)

@@ -52,7 +52,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	received(sub, Message{Kind: Turn, To: "p3"})
 
 	// A FairMutex hand-over to the waiter tokenB, on its own channel.
-	fk := []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines()}
+	fk := fairKeys(k)
 	rdb.Set(ctx, k.Lock, tokenA, time.Minute)
 	rdb.RPush(ctx, k.Queue(), tokenB)
 	rdb.ZAdd(ctx, k.QueueDeadlines(), redis.Z{Score: float64(expires), Member: tokenB})

@@ -1,11 +1,12 @@
 -- multi_acquire: take every name of a MultiMutex (those of one hash slot) if none is held,
 -- or none; else report how long the holders have left.
 --
--- KEYS     two keys for each name, in the order the MultiMutex takes the names:
+-- KEYS     two keys for each name, in the order the MultiMutex takes the names, then one:
 -- KEYS[1]  the first name's lock key: a Mutex's (a plain string holding the holder's token,
 --          SET NX PX), so that a MultiMutex and a Mutex of the same name exclude each other
 -- KEYS[2]  the first name's fencing counter, a Mutex's too
 --          and so on: KEYS[2i-1] and KEYS[2i] are the i-th name's
+-- KEYS[#KEYS] the first name's tombstones of the tokens served lately (gone.lua)
 -- ARGV[1]  the new holder's token (128 random bits, hex), written to every lock key
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  the smallest token to give, 0 for none: on a Cluster, the largest token of the
@@ -19,21 +20,29 @@
 --   <= 0 refused (refusal.lua), and nothing changed: the longest remaining time among the
 --        names held (0 when one of them has no expiry), and the holder of the first name
 --        held. A lock key that holds "turn:<id>" (a promise of mutex_release.lua to a
---        waiting Mutex process) is held.
+--        waiting Mutex process) is held. Or goneReply() (gone.lua): ARGV[1] was served,
+--        and no name holds it any more; nothing changed.
 -- Errors: WRONGTYPE when a lock key holds something other than a string; "ERR value is not
 --   an integer" when a fencing counter is not an integer. Nothing changes on an error.
 -- A lock key that already holds ARGV[1] counts as free: it is this very call, run again
--- after its reply was lost; its expiry is only lengthened.
+-- after its reply was lost; its expiry is only lengthened. An acquisition makes its token a
+-- tombstone.
 -- Late: the token is fresh for each attempt (one for all the parts of an attempt), so a
 --   late landing finds each name free, held by another, or held by this very token (a
 --   copy of the call that already landed, or an earlier part's). With any name held by
---   another it changes nothing. Otherwise it takes every name for its token until its own
---   TTL ends (the undo sent before it found nothing to undo), and never shortens the
---   expiry of a key that already holds its token; the counters it sets only grow.
-local n = #KEYS / 2
-local holder, left = false, 0
+--   another it changes nothing. With no name holding its token and its token a tombstone
+--   (a copy of it took the names, and the hold ended), it changes nothing either, so an
+--   Extend of that hold landing later finds no name to lengthen. Otherwise it takes every
+--   name for its token until its own TTL ends (the undo sent before it found nothing to
+--   undo), and never shortens the expiry of a key that already holds its token; the
+--   counters it sets only grow.
+local n = (#KEYS - 1) / 2
+local goneKey = KEYS[#KEYS]
+local now = redisNow()
+local holder, left, mine = false, 0, false
 for i = 1, n do
 	local current = redis.call('GET', KEYS[2 * i - 1])
+	mine = mine or current == ARGV[1]
 	if current and current ~= ARGV[1] then
 		local pttl = redis.call('PTTL', KEYS[2 * i - 1])
 		if not holder then
@@ -45,6 +54,9 @@ for i = 1, n do
 end
 if holder then
 	return refuse(left, holder)
+end
+if not mine and wasServed(goneKey, ARGV[1], now) then
+	return goneReply()
 end
 local top = 0
 for i = 1, n do
@@ -68,4 +80,5 @@ for i = 1, n do
 	end
 	redis.call('SET', KEYS[2 * i], fence)
 end
+served(goneKey, ARGV[1], now, ARGV[2])
 return token

@@ -1,12 +1,13 @@
 -- multi_release: compare-and-delete every name of a MultiMutex (those of one hash slot),
 -- passing each one on as a Mutex release does.
 --
--- KEYS     four keys for each name, those of mutex_release.lua:
+-- KEYS     five keys for each name, those of mutex_release.lua:
 -- KEYS[1]  the first name's lock key
 -- KEYS[2]  the first name's turn list
 -- KEYS[3]  the first name's fencing counter
 -- KEYS[4]  the first name's asks
---          and so on: KEYS[4i-3] to KEYS[4i] are the i-th name's
+-- KEYS[5]  the first name's tombstones (gone.lua)
+--          and so on: KEYS[5i-4] to KEYS[5i] are the i-th name's
 -- ARGV[1]  the holder's token
 -- ARGV[2]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster; empty to delete
 --          without waking anyone (undoing a failed quorum attempt, as mutex_release.lua)
@@ -26,16 +27,16 @@
 --   that still hold it (the hold its caller let go, or an attempt that landed after its
 --   own undo); names taken meanwhile, by anyone, this process's later holds included,
 --   hold another token and are left alone, with nothing published for them.
-local n = #KEYS / 4
+local n = #KEYS / 5
 local released = 0
 for i = 1, n do
-	local lock = KEYS[4 * i - 3]
+	local lock = KEYS[5 * i - 4]
 	if redis.call('GET', lock) == ARGV[1] then
 		released = released + 1
 		if ARGV[2] == '' then
 			redis.call('DEL', lock)
 		else
-			passOn(lock, KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i], ARGV[4 + i], ARGV[2], ARGV[3], ARGV[4])
+			passOn(lock, KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i], ARGV[4 + i], ARGV[2], ARGV[3], ARGV[4])
 		end
 	end
 end

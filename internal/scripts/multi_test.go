@@ -11,13 +11,33 @@ import (
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// The keys of multi_acquire, multi_release and multi_extend for the names ks, in order.
+// multiAcquireKeys are multi_acquire's KEYS for the names ks, in order: each name's lock
+// and fencing counter, then the first name's tombstones.
 func multiAcquireKeys(ks []keyspace.Keys) []string {
 	var out []string
 	for _, k := range ks {
 		out = append(out, k.Lock, k.Fence)
 	}
+	return append(out, ks[0].Gone)
+}
+
+// multiReleaseKeys are multi_release's KEYS: each name's mutex_release keys.
+func multiReleaseKeys(ks []keyspace.Keys) []string {
+	var out []string
+	for _, k := range ks {
+		out = append(out, mutexReleaseKeys(k)...)
+	}
 	return out
+}
+
+// multiExtendKeys are multi_extend's KEYS: each name's lock key, then the first name's
+// tombstones.
+func multiExtendKeys(ks []keyspace.Keys) []string {
+	var out []string
+	for _, k := range ks {
+		out = append(out, k.Lock)
+	}
+	return append(out, ks[0].Gone)
 }
 
 func runMultiAcquire(rdb redis.Scripter, ks []keyspace.Keys, token string, ttl time.Duration) (int64, error) {
@@ -30,21 +50,15 @@ func runMultiAcquireAbove(rdb redis.Scripter, ks []keyspace.Keys, token string, 
 
 // runMultiRelease releases with turns of turn ("" for none), publishing with publish.
 func runMultiRelease(rdb redis.Scripter, ks []keyspace.Keys, token, publish, turn string) (int64, error) {
-	var keys []string
 	args := []any{token, publish, turn, 3000}
 	for _, k := range ks {
-		keys = append(keys, k.Lock, k.Turns, k.Fence, k.Asks)
 		args = append(args, k.Channel)
 	}
-	return MultiRelease.Run(ctx, rdb, keys, args...).Int64()
+	return MultiRelease.Run(ctx, rdb, multiReleaseKeys(ks), args...).Int64()
 }
 
 func runMultiExtend(rdb redis.Scripter, ks []keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	var keys []string
-	for _, k := range ks {
-		keys = append(keys, k.Lock)
-	}
-	return MultiExtend.Run(ctx, rdb, keys, token, ttl.Milliseconds()).Int64()
+	return MultiExtend.Run(ctx, rdb, multiExtendKeys(ks), token, ttl.Milliseconds()).Int64()
 }
 
 func manyKeys(t *testing.T, names ...string) []keyspace.Keys {
@@ -71,6 +85,10 @@ func TestMultiAcquire(t *testing.T) {
 	must(t, got, err, 8)
 	if c := counters(); c != "8 8 8" {
 		t.Fatalf("counters = %s, want 8 8 8", c)
+	}
+	wantTombstoneFor(t, rdb, ks[0].Gone, tokenA, time.Minute) // the first name keeps the hold's tombstone
+	if n := rdb.Exists(ctx, ks[1].Gone, ks[2].Gone).Val(); n != 0 {
+		t.Fatalf("%d tombstone keys of the other names, want none", n)
 	}
 	for _, k := range ks {
 		if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
@@ -122,6 +140,16 @@ func TestMultiAcquire(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRefusal(t, got, 20*time.Millisecond, "turn:p1")
+
+	// Every name free again: tokenA, served above, takes none of them.
+	rdb.Del(ctx, ks[2].Lock)
+	got, err = runMultiAcquire(rdb, ks, tokenA, time.Minute)
+	if err != nil || !Gone(got) {
+		t.Fatalf("acquisition of a served token = %d, %v; want the gone reply", got, err)
+	}
+	if n := rdb.Exists(ctx, ks[0].Lock, ks[1].Lock, ks[2].Lock).Val(); n != 0 || counters() != "9 9 10" {
+		t.Fatalf("a gone acquisition changed something: %d lock keys, counters %s", n, counters())
+	}
 }
 
 func TestMultiAcquireBadData(t *testing.T) {
@@ -186,13 +214,15 @@ func TestMultiRelease(t *testing.T) {
 	if rdb.Exists(ctx, ks[0].Lock).Val() != 0 || rdb.Get(ctx, ks[1].Lock).Val() != tokenB {
 		t.Fatal("r:a should be free and r:b granted to p2")
 	}
+	wantTombstoneFor(t, rdb, ks[1].Gone, tokenB, 3*time.Second) // the grant served p2's token, as a Mutex release does, for the grant length
 	rdb.Del(ctx, ks[1].Lock)
 
-	// One name lost (deleted): 0, and the other is released.
-	got, err = runMultiAcquire(rdb, ks, tokenA, time.Minute)
+	// One name lost (deleted): 0, and the other is released. Each hold has a fresh token.
+	const tokenD = "dddddddddddddddddddddddddddddddd"
+	got, err = runMultiAcquire(rdb, ks, tokenC, time.Minute)
 	must(t, got, err, 3)
 	rdb.Del(ctx, ks[1].Lock)
-	got, err = runMultiRelease(rdb, ks, tokenA, "PUBLISH", "")
+	got, err = runMultiRelease(rdb, ks, tokenC, "PUBLISH", "")
 	must(t, got, err, 0)
 	message(ks[0].Channel, "released")
 	if rdb.Exists(ctx, ks[0].Lock).Val() != 0 {
@@ -200,9 +230,9 @@ func TestMultiRelease(t *testing.T) {
 	}
 
 	// An empty publish command deletes without waking anyone.
-	got, err = runMultiAcquire(rdb, ks, tokenA, time.Minute)
+	got, err = runMultiAcquire(rdb, ks, tokenD, time.Minute)
 	must(t, got, err, 4)
-	got, err = runMultiRelease(rdb, ks, tokenA, "", "")
+	got, err = runMultiRelease(rdb, ks, tokenD, "", "")
 	must(t, got, err, 1)
 	rdb.Publish(ctx, ks[0].Channel, "marker")
 	message(ks[0].Channel, "marker")

@@ -1,16 +1,20 @@
 -- mutex_extend: compare-and-expire; used by renewal and Lease.Extend.
 --
 -- KEYS[1]  lock key
+-- KEYS[2]  the lock's tombstones of the tokens it served (gone.lua)
 -- ARGV[1]  the holder's token
 -- ARGV[2]  lease length in milliseconds, counted from now (Redis time): an expiry already
 --          later is kept
 --
--- Reply: 1 extended (or already long enough); 0 the key no longer holds this token
---   (expired, deleted or taken).
+-- Reply: 1 extended (or already long enough), and the token's tombstone kept until the
+--   lease's end and GONE_MS; 0 the key no longer holds this token (expired, deleted or
+--   taken).
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
 -- Late: only lengthens the key of its own token, to at most ARGV[2] from when it lands;
 --   on a key gone or taken it changes nothing. So a renewal or Extend that lands after
---   later ones, or after the lease ended, cannot shorten a live lease nor touch another's.
+--   later ones, or after the lease ended, cannot shorten a live lease nor touch another's;
+--   and since its token's tombstone outlives the lease by GONE_MS, no copy of the lease's
+--   acquisition can have taken the key again unless it was that late (gone.lua).
 --
 -- Why it never shortens: the client may have several extensions of one lease in flight
 -- (a renewal and an Extend), and a call can reach Redis after later ones (a resent or
@@ -27,4 +31,5 @@ local left = redis.call('PTTL', KEYS[1])
 if left >= 0 and left < ttl then
 	redis.call('PEXPIRE', KEYS[1], ttl)
 end
+served(KEYS[2], ARGV[1], redisNow(), ttl)
 return 1

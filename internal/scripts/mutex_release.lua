@@ -5,6 +5,7 @@
 -- KEYS[2]  turn list: the ids of the processes waiting, oldest first (see mutex_acquire.lua)
 -- KEYS[3]  fencing counter
 -- KEYS[4]  asks: the standing requests of the waiting processes
+-- KEYS[5]  tombstones of the tokens served or left (gone.lua)
 -- ARGV[1]  the holder's token (release), or the token of the leaving process's standing
 --          request, possibly empty (leave)
 -- ARGV[2]  the channel that waiters listen on
@@ -17,7 +18,6 @@
 -- ARGV[5]  the longest lease a grant sets, in milliseconds (the grantee extends it)
 -- ARGV[6]  "release", or "leave" for a process that stopped waiting
 -- ARGV[7]  leave: the process id
--- ARGV[8]  leave: the number of the process's standing request (mutex_asks.lua)
 --
 -- Passing on (pass_on.lua, in front of this script): the lock goes to the process that has
 -- waited longest, granted at once or promised for ARGV[4] milliseconds; without turns, or
@@ -27,6 +27,9 @@
 -- on); 0 the key no longer holds this token (expired, deleted or taken).
 -- Errors: WRONGTYPE when the lock key holds something other than a string (or the turn
 -- list or the asks another type).
+-- A leave makes its request's token a tombstone (gone.lua): an attempt of it that lands
+-- later neither stands again nor takes the lock.
+--
 -- Late: tokens are fresh for each acquisition (a standing request's too), so a late release
 --   finds the key holding its token (the hold its caller let go, or an attempt that landed
 --   after its own undo: either is passed on) or not (expired, taken, promised, or the
@@ -37,7 +40,7 @@
 --   process, which a newer waiter of it may have been promised after its request lapsed:
 --   that waiter asks again, at the back (a loss of place, never of a lease).
 local function pass()
-	passOn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+	passOn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 end
 
 local holder = redis.call('GET', KEYS[1])
@@ -50,7 +53,10 @@ if ARGV[6] == 'leave' then
 	-- The request left: an attempt of it that lands later does not stand again. A
 	-- request with another token is a newer waiter of the same process, which joined
 	-- after this one left: it keeps its place, and the turn if it has it.
-	askDone(KEYS[4], me, tonumber(ARGV[8]))
+	if ARGV[1] ~= '' then
+		local now = redisNow()
+		served(KEYS[5], ARGV[1], now, 0)
+	end
 	local ask = redis.call('HGET', KEYS[4], me)
 	if ask and string.sub(ask, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then
 		return 0

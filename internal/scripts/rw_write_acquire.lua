@@ -6,6 +6,7 @@
 -- KEYS[4]  waiting writers (sorted set: writer id -> wait entry deadline, Redis time in ms);
 --          a writer served or gone is a tombstone there (gone.lua), which keeps no reader
 --          out
+-- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
 -- ARGV[1]  the writer's token for this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  the writer's id while it waits (stable across its attempts)
@@ -21,13 +22,15 @@
 --   <= 0 not acquired (refusal.lua): how long, in ms, until the current writer's lease or
 --        the last reader's ends (0: unknown), and the writer's tag (0 for readers). Unless
 --        a try, the writer is now registered as waiting, which keeps new readers out. Or
---        goneReply() (gone.lua): the writer's id was served or left; ask with a new one.
+--        goneReply() (gone.lua): the writer's id was served or left, or its token took the
+--        lock and holds it no more; ask with a new one.
 -- Late: the attempt's token is fresh, so a late landing finds the write lock free, held
 --   by someone else, or held by this very token (a copy of the call that already landed).
---   Held by its own token, it only lengthens the key's expiry, never shortens it. If the
---   writer's id is a tombstone (the writer was served, or gave up), it changes nothing; on
---   a quorum (ARGV[6] not '1') a served writer leaves no tombstone, and a late attempt of
---   it may list it again for at most ARGV[4].
+--   Held by its own token, it only lengthens the key's expiry, never shortens it. If its
+--   token took the lock before (and holds it no more), or the writer's id is a tombstone
+--   (the writer was served, or gave up), it changes nothing, so an Extend of a hold that
+--   ended never finds its token again; on a quorum (ARGV[6] not '1') a served writer's id
+--   leaves no tombstone, and a late attempt of it may list it again for at most ARGV[4].
 --   Otherwise (it lands more than GONE_MS after that) it acts as if on time: free of
 --   writer and readers, it takes the lock for its token until its own TTL ends; refused,
 --   it lists the writer as waiting for at most ARGV[4], which no one refreshes.
@@ -44,14 +47,15 @@ if writer == ARGV[1] then
 	if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
+	served(KEYS[5], ARGV[1], now, ARGV[2])
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-local entry = redis.call('ZSCORE', KEYS[4], ARGV[3])
-if isGone(entry) then
+if isGone(redis.call('ZSCORE', KEYS[4], ARGV[3])) or wasServed(KEYS[5], ARGV[1], now) then
 	return goneReply()
 end
 if not writer and redis.call('ZCARD', KEYS[3]) == 0 then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	served(KEYS[5], ARGV[1], now, ARGV[2]) -- a copy of this call that lands later takes nothing
 	if ARGV[6] == '1' then
 		gone(KEYS[4], ARGV[3], now) -- served: an earlier attempt of its, landing late, finds it gone
 	else

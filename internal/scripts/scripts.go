@@ -32,7 +32,7 @@ var (
 	//go:embed mutex_asks.lua
 	mutexAsks string // the prelude of the scripts that keep a Mutex's standing requests
 	//go:embed gone.lua
-	goneLua string // the prelude of the scripts that keep a wait list's tombstones
+	goneLua string // the prelude of the scripts that keep tombstones
 	//go:embed rw_read_acquire.lua
 	rwReadAcquire string
 	//go:embed rw_write_acquire.lua
@@ -67,22 +67,22 @@ var (
 var (
 	MutexAcquire     = redis.NewScript(refusal + goneLua + mutexAsks + mutexAcquire)
 	MutexRelease     = redis.NewScript(goneLua + mutexAsks + passOn + mutexRelease)
-	MutexExtend      = redis.NewScript(mutexExtend)
-	MultiAcquire     = redis.NewScript(refusal + multiAcquire)
+	MutexExtend      = redis.NewScript(goneLua + mutexExtend)
+	MultiAcquire     = redis.NewScript(refusal + goneLua + multiAcquire)
 	MultiRelease     = redis.NewScript(goneLua + mutexAsks + passOn + multiRelease)
-	MultiExtend      = redis.NewScript(multiExtend)
+	MultiExtend      = redis.NewScript(goneLua + multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
 	FairAcquire      = redis.NewScript(refusal + goneLua + fairAcquire)
 	FairRelease      = redis.NewScript(goneLua + fairRelease)
 	RwReadAcquire    = redis.NewScript(refusal + goneLua + rwReadAcquire)
 	RwWriteAcquire   = redis.NewScript(refusal + goneLua + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)
-	MemberExtend     = redis.NewScript(memberExtend)
+	MemberExtend     = redis.NewScript(goneLua + memberExtend)
 	WaiterLeave      = redis.NewScript(goneLua + waiterLeave)
 	SemaphoreAcquire = redis.NewScript(refusal + goneLua + semaphoreAcquire)
 	Inspect          = redis.NewScript(lockRead + inspect)
 	ForceUnlock      = redis.NewScript(lockRead + forceUnlock)
-	StampAcquire     = redis.NewScript(refusal + stampAcquire)
-	StampExtend      = redis.NewScript(stampOwned + stampExtend)
+	StampAcquire     = redis.NewScript(refusal + goneLua + stampAcquire)
+	StampExtend      = redis.NewScript(goneLua + stampOwned + stampExtend)
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)
 )

@@ -28,7 +28,7 @@ const (
 	tokenB = "fedcba9876543210fedcba9876543210"
 )
 
-func keys(t *testing.T, name string) keyspace.Keys {
+func keys(t testing.TB, name string) keyspace.Keys {
 	t.Helper()
 	k, err := keyspace.For("dlock:", name)
 	if err != nil {
@@ -47,17 +47,77 @@ type turnArgs struct {
 	reserve int64
 	me      string // "" for no turns
 	try     bool
-	seq     string // the number of the process's standing request: "1" when "" and me is set
+	first   bool // with me set: an attempt that does not stand (a fresh token's, or a request's first)
 }
 
 func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
+// The KEYS of the Mutex scripts, as the engine gives them (target.go).
+
+func mutexAcquireKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Fence, k.Turns, k.Asks, k.Gone}
+}
+
+func mutexReleaseKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Turns, k.Fence, k.Asks, k.Gone}
+}
+
+func mutexExtendKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Gone}
+}
+
+// The KEYS of the acquire scripts of the kinds with a wait list, and their release
+// scripts' (the same); the last is the lock's :gone key (gone.lua).
+
+func fairKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines(), k.Gone}
+}
+
+func rwKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Fence, k.Readers(), k.Writers(), k.Gone}
+}
+
+func semaphoreKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Fence, k.Permits(), k.Queue(), k.QueueDeadlines(), k.Gone}
+}
+
+// The KEYS of member_release: an RWMutex's readers (the set twice: no permits), or a
+// Semaphore's holders and their permits.
+
+func readerKeys(k keyspace.Keys) []string {
+	return []string{k.Readers(), k.Readers()}
+}
+
+func holderKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Permits()}
+}
+
+// memberExtendKeys are member_extend's KEYS: member_release's (readerKeys or holderKeys
+// of k), then the lock's tombstones.
+func memberExtendKeys(members []string, k keyspace.Keys) []string {
+	return append(members[:len(members):len(members)], k.Gone)
+}
+
+// The KEYS of waiter_leave: an RWMutex's waiting writers (the set twice: no list), or a
+// Semaphore's queue deadlines and queue.
+
+func writerLeaveKeys(k keyspace.Keys) []string {
+	return []string{k.Writers(), k.Writers()}
+}
+
+func queueLeaveKeys(k keyspace.Keys) []string {
+	return []string{k.QueueDeadlines(), k.Queue()}
+}
+
+// acquireAs runs mutex_acquire.lua; an attempt with me set stands (ARGV[8] "1") unless
+// a.first.
 func acquireAs(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, a turnArgs) (int64, error) {
-	if a.seq == "" && a.me != "" {
-		a.seq = "1"
+	stands := ""
+	if a.me != "" && !a.first {
+		stands = "1"
 	}
-	return MutexAcquire.Run(ctx, rdb, []string{k.Lock, k.Fence, k.Turns, k.Asks},
-		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000, a.seq).Int64()
+	return MutexAcquire.Run(ctx, rdb, mutexAcquireKeys(k),
+		token, ttl.Milliseconds(), a.reserve, a.me, flag(!a.try), 60000, 3000, stands).Int64()
 }
 
 func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64, error) {
@@ -65,16 +125,18 @@ func release(rdb redis.Scripter, k keyspace.Keys, token, publish string) (int64,
 }
 
 func releaseTurn(rdb redis.Scripter, k keyspace.Keys, token, publish, turn string) (int64, error) {
-	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, publish, turn, 3000, "release", "").Int64()
+	return MutexRelease.Run(ctx, rdb, mutexReleaseKeys(k), token, k.Channel, publish, turn, 3000, "release", "").Int64()
 }
 
+// leaveTurns is mutex_release.lua as process me stops waiting, with its request's token
+// ("" for none).
 func leaveTurns(rdb redis.Scripter, k keyspace.Keys, me, token string) (int64, error) {
-	return MutexRelease.Run(ctx, rdb, []string{k.Lock, k.Turns, k.Fence, k.Asks}, token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
+	return MutexRelease.Run(ctx, rdb, mutexReleaseKeys(k), token, k.Channel, "PUBLISH", "20000", 3000, "leave", me).Int64()
 }
 
 // extend runs mutex_extend.lua, which only lengthens.
 func extend(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return MutexExtend.Run(ctx, rdb, []string{k.Lock}, token, ttl.Milliseconds()).Int64()
+	return MutexExtend.Run(ctx, rdb, mutexExtendKeys(k), token, ttl.Milliseconds()).Int64()
 }
 
 // tagOf is refusal.lua's tag of a holder's token.
@@ -98,6 +160,68 @@ func wantRefusal(t *testing.T, reply int64, max time.Duration, holder string) {
 	if reply > 0 || left <= 0 || left > max || tag != want {
 		t.Fatalf("reply %d = refusal with %v left by holder %d; want (0, %v] left by %d (%q)", reply, left, tag, max, want, holder)
 	}
+}
+
+// goneLife is gone.lua's GONE_MS: how long a waiter's tombstone lives, and how long a
+// holder token's outlives the lease it was last served or extended for.
+const goneLife = 10 * time.Second
+
+// tombstoneSlack is how much earlier than the test computes it a tombstone may die: the
+// script read the Redis time a moment before the test did.
+const tombstoneSlack = time.Second
+
+// tombstoneLeft reads member's tombstone (gone.lua) in set: how long it lives from now
+// (Redis time), and the set's PTTL, read before now (the set dies at or after now+pttl).
+func tombstoneLeft(t *testing.T, rdb *redis.Client, set, member string) (left, pttl time.Duration) {
+	t.Helper()
+	score, err := rdb.ZScore(ctx, set, member).Result()
+	if err != nil {
+		t.Fatalf("ZSCORE %s %s: %v, want a tombstone", set, member, err)
+	}
+	if score >= 0 {
+		t.Fatalf("%s %s = %v: listed, want a tombstone (a negative score)", set, member, score)
+	}
+	pttl = rdb.PTTL(ctx, set).Val()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(-int64(score)-now.UnixMilli()) * time.Millisecond, pttl
+}
+
+// wantCovered fails unless set, with PTTL pttl, lives at least as long as a tombstone
+// with left to live. Slack: a script's PEXPIRE counts from the script's start, its
+// tombstone from its TIME.
+func wantCovered(t *testing.T, set string, pttl, left time.Duration) {
+	t.Helper()
+	if pttl < left-100*time.Millisecond {
+		t.Fatalf("%s PTTL = %v: dies before its tombstone (in %v)", set, pttl, left)
+	}
+}
+
+// wantTombstoneFor fails unless token is a holder token's tombstone in the lock's :gone
+// key (gone.lua) that dies GONE_MS after a lease of lease from now would end (give or
+// take tombstoneSlack): it was served, or last extended, for lease, just now, or longer
+// ago for a longer lease. The key lives at least as long.
+func wantTombstoneFor(t *testing.T, rdb *redis.Client, goneKey, token string, lease time.Duration) {
+	t.Helper()
+	left, pttl := tombstoneLeft(t, rdb, goneKey, token)
+	want := lease + goneLife
+	if left < want-tombstoneSlack || left > want+tombstoneSlack {
+		t.Fatalf("%s %s dies in %v, want %v (a lease of %v, then GONE_MS)", goneKey, token, left, want, lease)
+	}
+	wantCovered(t, goneKey, pttl, left)
+}
+
+// wantWaiterTombstone fails unless waiter is a waiter id's tombstone in its wait list's
+// deadlines that dies within GONE_MS of now, and deadlines lives at least as long.
+func wantWaiterTombstone(t *testing.T, rdb *redis.Client, deadlines, waiter string) {
+	t.Helper()
+	left, pttl := tombstoneLeft(t, rdb, deadlines, waiter)
+	if left <= 0 || left > goneLife {
+		t.Fatalf("%s %s dies in %v, want in (0, %v]", deadlines, waiter, left, goneLife)
+	}
+	wantCovered(t, deadlines, pttl, left)
 }
 
 // zscore reads a member's score through a script, which works on every Scripter.
@@ -183,11 +307,11 @@ func TestHeaders(t *testing.T) {
 		case "stamp_owned":
 			header = []string{"-- owned(value, from) returns"}
 		case "mutex_asks":
-			header = []string{"-- formatAsk(token, ttl, reserve, expires, seq)", "-- parseAsk(ask) returns", "-- askDone(asks, me, seq)", "-- isAskDone(asks, me, seq)"}
+			header = []string{"-- formatAsk(token, ttl, reserve, expires) is", "-- parseAsk(ask) returns"}
 		case "gone":
-			header = []string{"-- gone(deadlines, waiter, now)", "-- isGone(score)", "-- pruneGone(deadlines, now)", "-- goneReply()"}
+			header = []string{"-- gone(deadlines, waiter, now)", "-- served(goneKey, token, now, lease)", "-- wasServed(goneKey, token, now)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
 		case "pass_on":
-			header = []string{"-- passOn(lock, turns, fence, asks, channel, publish, turnLength, grantLength)"}
+			header = []string{"-- passOn(lock, turns, fence, asks, goneKey, channel, publish, turnLength, grantLength)"}
 		}
 		for _, want := range header {
 			if !strings.Contains(src, want) {
@@ -204,9 +328,10 @@ func TestMutexAcquire(t *testing.T) {
 	t.Run("free key gets increasing fences", func(t *testing.T) {
 		k := keys(t, "free")
 		for want := int64(1); want <= 3; want++ {
-			got, err := acquire(rdb, k, tokenA, time.Minute)
+			token := fmt.Sprintf("%032d", want) // every acquisition has a fresh token
+			got, err := acquire(rdb, k, token, time.Minute)
 			must(t, got, err, want)
-			if v := rdb.Get(ctx, k.Lock).Val(); v != tokenA {
+			if v := rdb.Get(ctx, k.Lock).Val(); v != token {
 				t.Fatalf("lock key holds %q, want the token", v)
 			}
 			if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > time.Minute {
@@ -217,6 +342,33 @@ func TestMutexAcquire(t *testing.T) {
 			}
 			must(t, 1, rdb.Del(ctx, k.Lock).Err(), 1)
 		}
+	})
+
+	t.Run("an acquisition makes its token a tombstone until its lease's end and GONE_MS", func(t *testing.T) {
+		k := keys(t, "tombstone")
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 1)
+		wantTombstoneFor(t, rdb, k.Gone, tokenA, time.Minute)
+	})
+
+	t.Run("a served token whose hold ended takes nothing: gone, nothing written", func(t *testing.T) {
+		k := keys(t, "served")
+		got, err := acquire(rdb, k, tokenA, time.Minute)
+		must(t, got, err, 1)
+		must(t, 1, rdb.Del(ctx, k.Lock).Err(), 1) // the lease was lost
+		got, err = acquire(rdb, k, tokenA, time.Minute)
+		if err != nil || !Gone(got) {
+			t.Fatalf("acquire of a served token = %d, %v; want the gone reply", got, err)
+		}
+		if n := rdb.Exists(ctx, k.Lock).Val(); n != 0 {
+			t.Fatal("a served token took the free lock again")
+		}
+		if f := rdb.Get(ctx, k.Fence).Val(); f != "1" {
+			t.Fatalf("fence = %q after a gone attempt, want 1", f)
+		}
+		wantTombstoneFor(t, rdb, k.Gone, tokenA, time.Minute)
+		got, err = acquire(rdb, k, tokenB, time.Minute) // a fresh token takes it
+		must(t, got, err, 2)
 	})
 
 	t.Run("held key reports the holder's remaining time", func(t *testing.T) {
@@ -360,6 +512,7 @@ func TestMutexTurns(t *testing.T) {
 		}
 	}
 	const tokenC, tokenD = "cccccccccccccccccccccccccccccccc", "dddddddddddddddddddddddddddddddd"
+	const tokenE, tokenF = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "ffffffffffffffffffffffffffffffff"
 	p1, p2, p3 := turnArgs{reserve: 1, me: "p1"}, turnArgs{reserve: 2, me: "p2"}, turnArgs{reserve: 1, me: "p3"}
 
 	got, err := acquireAs(rdb, k, tokenA, time.Minute, p1)
@@ -377,8 +530,8 @@ func TestMutexTurns(t *testing.T) {
 		t.Fatalf("try of a held lock = %d, %v; want a refusal", got, err)
 	}
 	wantList("p2", "p3") // a try does not queue
-	if ask := rdb.HGet(ctx, k.Asks, "p2").Val(); !strings.HasPrefix(ask, tokenB+" 60000 2 ") {
-		t.Fatalf("p2's standing request = %q", ask)
+	if ask := strings.Fields(rdb.HGet(ctx, k.Asks, "p2").Val()); len(ask) != 4 || ask[0] != tokenB || ask[1] != "60000" || ask[2] != "2" {
+		t.Fatalf("p2's standing request = %q, want \"token ttl reserve expires\"", ask)
 	}
 
 	// The release grants p2's request: the lock is p2's, for at most the grant length,
@@ -396,6 +549,7 @@ func TestMutexTurns(t *testing.T) {
 	if rdb.HExists(ctx, k.Asks, "p2").Val() {
 		t.Fatal("the granted request is still standing")
 	}
+	wantTombstoneFor(t, rdb, k.Gone, tokenB, 3*time.Second) // granted, for the grant length: served once
 	// p2 confirms with its token: the lease is set to its TTL, with a fresh reservation.
 	got, err = acquireAs(rdb, k, tokenB, time.Minute, p2)
 	must(t, got, err, 5)
@@ -412,9 +566,16 @@ func TestMutexTurns(t *testing.T) {
 	if v := rdb.Get(ctx, k.Lock).Val(); v != "turn:p3" {
 		t.Fatalf("lock = %q, want the promise to p3", v)
 	}
-	p1again := p1
-	p1again.seq = "2" // p1's request 1 was served: this is a new one
-	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1again)
+	// p1's served token asks no more: p1 asks again with a new one.
+	got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
+	if err != nil || !Gone(got) {
+		t.Fatalf("an attempt of p1's served token = %d, %v; want the gone reply", got, err)
+	}
+	wantList()
+	if rdb.HExists(ctx, k.Asks, "p1").Val() {
+		t.Fatal("an attempt of a served token made a standing request")
+	}
+	got, err = acquireAs(rdb, k, tokenE, time.Minute, p1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,8 +591,8 @@ func TestMutexTurns(t *testing.T) {
 	// empty), which says "released" for the waiters that take no turns (MultiMutex).
 	got, err = releaseTurn(rdb, k, tokenC, "PUBLISH", "20000")
 	must(t, got, err, 1)
-	message("grant:p1:" + tokenA + ":7:1")
-	got, err = leaveTurns(rdb, k, "p1", tokenA)
+	message("grant:p1:" + tokenE + ":7:1")
+	got, err = leaveTurns(rdb, k, "p1", tokenE)
 	must(t, got, err, 1)
 	message("released")
 	if rdb.Exists(ctx, k.Lock).Val() != 0 {
@@ -456,6 +617,7 @@ func TestMutexTurns(t *testing.T) {
 	got, err = leaveTurns(rdb, k, "p8", tokenD)
 	must(t, got, err, 0)
 	wantList()
+	wantTombstoneFor(t, rdb, k.Gone, tokenD, 0) // left: an attempt of it landing later takes nothing
 	if rdb.HExists(ctx, k.Asks, "p8").Val() {
 		t.Fatal("the leaving process's request is still standing")
 	}
@@ -465,10 +627,10 @@ func TestMutexTurns(t *testing.T) {
 	rdb.Del(ctx, k.Lock)
 
 	// Without turns (a quorum), the list is left alone and the release wakes everyone.
-	got, err = acquire(rdb, k, tokenA, time.Minute)
+	got, err = acquire(rdb, k, tokenF, time.Minute)
 	must(t, got, err, 8)
 	rdb.RPush(ctx, k.Turns, "p9")
-	got, err = release(rdb, k, tokenA, "PUBLISH")
+	got, err = release(rdb, k, tokenF, "PUBLISH")
 	must(t, got, err, 1)
 	message("released")
 	wantList("p9")
@@ -525,9 +687,9 @@ func TestMutexRelease(t *testing.T) {
 	}
 
 	// An empty publish command releases without waking anyone.
-	got, err = acquire(rdb, k, tokenA, time.Minute)
+	got, err = acquire(rdb, k, tokenB, time.Minute) // a fresh token: tokenA was served
 	must(t, got, err, 2)
-	got, err = release(rdb, k, tokenA, "")
+	got, err = release(rdb, k, tokenB, "")
 	must(t, got, err, 1)
 	if rdb.Exists(ctx, k.Lock).Val() != 0 {
 		t.Fatal("the key is still there after a silent release")
@@ -715,7 +877,7 @@ const (
 // a queued waiter that is handed the lock inside the release, and a waiter that leaves.
 func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	keys := []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines()}
+	keys := fairKeys(k)
 	granted := k.GrantedPrefix()
 	run := func(s *redis.Script, args ...any) (int64, error) { return s.Run(ctx, rdb, keys, args...).Int64() }
 
@@ -768,9 +930,8 @@ func exerciseFair(t *testing.T, rdb redis.Scripter, sub subscriber, publish stri
 // readers out, a writer that leaves lets them in again.
 func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	keys := []string{k.Lock, k.Fence, k.Readers(), k.Writers()}
-	readers := []string{k.Readers(), k.Readers()}
-	writers := []string{k.Writers(), k.Writers()}
+	keys := rwKeys(k)
+	readers, extendKeys, writers := readerKeys(k), memberExtendKeys(readerKeys(k), k), writerLeaveKeys(k)
 	const r1, r2, w1, w2 = "reader1", "reader2", "writer1", "writer2"
 
 	got, err := RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, "").Int64()
@@ -784,9 +945,9 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	wantRefusal(t, got, time.Minute, "") // readers: no single holder
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader3", ttlArg, "").Int64()
 	must(t, got, err, 0) // a waiting writer keeps new readers out
-	got, err = MemberExtend.Run(ctx, rdb, readers, r1, "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, extendKeys, r1, "120000").Int64()
 	must(t, got, err, 1)
-	got, err = MemberExtend.Run(ctx, rdb, readers, "nobody", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, extendKeys, "nobody", "120000").Int64()
 	must(t, got, err, 0)
 
 	ps := sub(t, k.Channel)
@@ -808,7 +969,11 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 	}
 	got, err = RwWriteAcquire.Run(ctx, rdb, keys, w2, ttlArg, "writer-id2", waitArg, "0", "1").Int64()
 	must(t, got, err, 4)
-	got, err = RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, w2).Int64() // downgrade
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, r1, ttlArg, w2).Int64() // r1 read and released before
+	if err != nil || !Gone(got) {
+		t.Fatalf("a reader's token served before, its hold released: %d, %v; want the gone reply", got, err)
+	}
+	got, err = RwReadAcquire.Run(ctx, rdb, keys, "reader4", ttlArg, w2).Int64() // downgrade
 	must(t, got, err, 5)
 	got, err = RwReadAcquire.Run(ctx, rdb, keys, r2, ttlArg, "").Int64()
 	if err != nil || got >= 0 {
@@ -820,9 +985,9 @@ func exerciseRW(t *testing.T, rdb redis.Scripter, sub subscriber, publish string
 // a released holder's permits come back.
 func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish string, k keyspace.Keys) {
 	t.Helper()
-	holders, permits := k.Lock, k.Permits()
-	keys := []string{holders, k.Fence, permits, k.Queue(), k.QueueDeadlines()}
-	members := []string{holders, permits}
+	holders := k.Lock
+	keys := semaphoreKeys(k)
+	members, extendKeys := holderKeys(k), memberExtendKeys(holderKeys(k), k)
 	acq := func(token string, n int, waiter string, try bool) (int64, error) {
 		return SemaphoreAcquire.Run(ctx, rdb, keys, token, ttlArg, 3, n, waiter, waitArg, map[bool]string{true: "1", false: "0"}[try], k.Channel, publish).Int64()
 	}
@@ -836,10 +1001,10 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("acquire behind a waiting request: %d, %v", got, err)
 	}
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "120000").Int64()
+	got, err = MemberExtend.Run(ctx, rdb, extendKeys, "h1", "120000").Int64()
 	must(t, got, err, 1)
 	end := zscore(t, rdb, holders, "h1")
-	got, err = MemberExtend.Run(ctx, rdb, members, "h1", "1000").Int64() // a late, shorter renewal or Extend
+	got, err = MemberExtend.Run(ctx, rdb, extendKeys, "h1", "1000").Int64() // a late, shorter renewal or Extend
 	must(t, got, err, 1)
 	if now := zscore(t, rdb, holders, "h1"); now != end {
 		t.Fatalf("a shorter renewal moved the lease end from %v to %v; renewals only lengthen", end, now)
@@ -856,7 +1021,7 @@ func exerciseSemaphore(t *testing.T, rdb redis.Scripter, sub subscriber, publish
 	if err != nil || got > 0 {
 		t.Fatalf("try on a full semaphore: %d, %v", got, err)
 	}
-	got, err = WaiterLeave.Run(ctx, rdb, []string{k.QueueDeadlines(), k.Queue()}, "w4", k.Channel, publish).Int64()
+	got, err = WaiterLeave.Run(ctx, rdb, queueLeaveKeys(k), "w4", k.Channel, publish).Int64()
 	must(t, got, err, 0) // a try never queued
 }
 
@@ -906,7 +1071,7 @@ func TestSemaphoreManyExpired(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{holders, k.Fence, permits, k.Queue(), k.QueueDeadlines()}
+	keys := semaphoreKeys(k)
 	got, err := SemaphoreAcquire.Run(ctx, rdb, keys, "x", ttlArg, size, size, "w", waitArg, "0", k.Channel, "PUBLISH").Int64()
 	must(t, got, err, 1)
 	if n := rdb.HLen(ctx, permits).Val(); n != 1 {

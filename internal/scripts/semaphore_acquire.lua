@@ -7,6 +7,7 @@
 -- KEYS[4]  queue: a list of waiter ids in arrival order
 -- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies; a
 --          waiter served or gone is a tombstone there (gone.lua)
+-- KEYS[6]  the lock's tombstones of the tokens it served (gone.lua)
 -- ARGV[1]  the holder token of this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  size: the permits that exist
@@ -23,11 +24,14 @@
 --        holder's lease ends (0: unknown). Requests are served in order: a request waits while an earlier
 --        one waits, so a large request is not starved by small ones.
 --   Unless ARGV[7] is '1', a refusal queues the waiter. Or goneReply() (gone.lua): the
---   waiter's id was served or left; ask with a new one.
+--   waiter's id was served or left, or the holder token took permits and holds them no
+--   more; ask with a new one.
 -- Late: the holder token is fresh for each attempt, so a late landing finds its token
 --   absent (or present: a copy of the call that already landed, which changes nothing).
---   If the waiter's id is a tombstone (served, or gave up), it changes nothing (a try,
---   which never queues, leaves none when served: a late copy of it queues nothing either).
+--   If its token took permits before (every acquisition makes it a tombstone), or the
+--   waiter's id is a tombstone (served, or gave up), it changes nothing, so an Extend of a
+--   hold that ended, landing later, finds nothing of its own (a try, which never queues,
+--   leaves no tombstone of its id: a late copy of it queues nothing either).
 --   Otherwise
 --   (it lands more than GONE_MS after that) it acts as if on time: if the permits fit and
 --   no one is queued ahead, it takes them for its token until its own TTL ends; refused,
@@ -51,7 +55,7 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 end
 
 pruneGone(KEYS[5], now)
-if isGone(redis.call('ZSCORE', KEYS[5], ARGV[5])) then
+if isGone(redis.call('ZSCORE', KEYS[5], ARGV[5])) or wasServed(KEYS[6], ARGV[1], now) then
 	return goneReply()
 end
 
@@ -80,6 +84,7 @@ if used + n <= size and (not head or head == ARGV[5]) then
 			redis.call('PEXPIRE', key, ttl)
 		end
 	end
+	served(KEYS[6], ARGV[1], now, ttl) -- a copy of this call that lands later takes nothing
 	if ARGV[7] ~= '1' then
 		gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
 	end

@@ -14,6 +14,8 @@
 --          the other clients neither set nor need (see timestamp.go)
 -- KEYS[2]  fencing counter: an integer that only grows, with no expiry; the protocol's
 --          other clients know nothing of it
+-- KEYS[3]  tombstones of the deadlines served lately (gone.lua); the protocol's other
+--          clients know nothing of it either
 -- ARGV[1]  the caller's clock, unix milliseconds: the protocol compares deadlines with
 --          each client's own clock, not with Redis TIME
 -- ARGV[2]  the new deadline: ARGV[1] plus the lease length
@@ -22,17 +24,23 @@
 -- Reply: an integer.
 --   > 0  acquired; the value is the fencing counter after this acquisition (INCR)
 --   <= 0 refused (refusal.lua): how long until the holder's deadline passes by the
---        caller's clock, or until the key expires if that is sooner; and the holder's tag
+--        caller's clock, or until the key expires if that is sooner; and the holder's tag.
+--        Or goneReply() (gone.lua): the deadline ARGV[2] took the lock before, and the key
+--        no longer holds it; nothing changed
 -- Errors: NOTSTAMP when the key holds a string that is not a unix-ms deadline (nothing is
 --   written); WRONGTYPE when it holds another type; the INCR error when the fencing
 --   counter is not an integer (the lock key is then left as it was).
 -- Late: the token is a fresh stamp: the deadline ARGV[2], made from the caller's clock when
---   it sent the call (ARGV[1]). A late landing judges the holder's deadline by that
---   earlier clock, so it takes over no key the call would not have taken on time. On a
---   free key it sets its deadline, with an expiry of ARGV[3] from its landing: it holds a
---   free lock until its own TTL ends at worst (the undo sent before it found nothing to
---   undo). A copy that lands after the call itself took the key finds its own deadline,
---   not yet passed, and refuses, writing nothing.
+--   it sent the call (ARGV[1]), and never given twice by one process (timestamp.go). A
+--   late landing judges the holder's deadline by that earlier clock, so it takes over no
+--   key the call would not have taken on time. A copy that lands after the call itself
+--   took the key finds its own deadline, not yet passed, and refuses, writing nothing;
+--   one that lands after that hold ended finds its deadline a tombstone (every
+--   acquisition makes its deadline one) and changes nothing, so an Extend of the hold
+--   landing later finds nothing of its own to lengthen. Otherwise (no copy took the key),
+--   on a free key it sets its deadline, with an expiry of ARGV[3] from its landing: it
+--   holds a free lock until its own TTL ends at worst (the undo sent before it found
+--   nothing to undo).
 --
 -- A deadline is at most 15 decimal digits (exact in Lua's numbers) and at least 10^11: a
 -- smaller number is a deadline in seconds, which the classic recipe on redis.io writes,
@@ -49,20 +57,28 @@ local function deadlineOf(value)
 	return deadline
 end
 
+local redisTime = redisNow()
+
 local function take(undo)
 	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
 	local fence = redis.pcall('INCR', KEYS[2])
 	if type(fence) == 'table' and fence.err then
 		undo()
+		return fence
 	end
+	served(KEYS[3], ARGV[2], redisTime, ARGV[3]) -- a copy of this call that lands later takes nothing
 	return fence
 end
 
-if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
-	return take(function() redis.call('DEL', KEYS[1]) end)
-end
 -- GET fails with WRONGTYPE when the key is not a string.
 local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[2] and wasServed(KEYS[3], ARGV[2], redisTime) then
+	return goneReply()
+end
+if not holder then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	return take(function() redis.call('DEL', KEYS[1]) end)
+end
 local deadline, why = deadlineOf(holder)
 if not deadline then
 	local shown = string.gsub(string.sub(holder, 1, 40), '[^%w%p ]', '?')

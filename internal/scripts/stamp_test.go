@@ -9,29 +9,52 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
-// runStampAcquire runs stamp_acquire as a client whose clock reads now, for a lease of ttl.
-func runStampAcquire(rdb redis.Scripter, lock, fence string, now time.Time, ttl time.Duration) (int64, error) {
-	return StampAcquire.Run(ctx, rdb, []string{lock, fence},
-		now.UnixMilli(), now.Add(ttl).UnixMilli(), ttl.Milliseconds()).Int64()
+// stampAcquireKeys are stamp_acquire's KEYS, as the engine gives them (timestamp.go).
+func stampAcquireKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Fence, k.Gone}
 }
 
-func runStampExtend(rdb redis.Scripter, lock string, deadline int64, ttl time.Duration, owned ...int64) (int64, error) {
+// stampAcq runs stamp_acquire as a client whose clock reads clock, writing deadline with
+// an expiry of ttl.
+func stampAcq(rdb redis.Scripter, k keyspace.Keys, clock, deadline int64, ttl time.Duration) (int64, error) {
+	return StampAcquire.Run(ctx, rdb, stampAcquireKeys(k), clock, deadline, ttl.Milliseconds()).Int64()
+}
+
+// runStampAcquire runs stamp_acquire as a client whose clock reads now, for a lease of ttl.
+func runStampAcquire(rdb redis.Scripter, k keyspace.Keys, now time.Time, ttl time.Duration) (int64, error) {
+	return stampAcq(rdb, k, now.UnixMilli(), now.Add(ttl).UnixMilli(), ttl)
+}
+
+// stampExtendKeys are stamp_extend's KEYS, as the engine gives them (timestamp.go).
+func stampExtendKeys(k keyspace.Keys) []string {
+	return []string{k.Lock, k.Gone}
+}
+
+func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, owned ...int64) (int64, error) {
 	args := []any{deadline, ttl.Milliseconds()}
 	for _, o := range owned {
 		args = append(args, o)
 	}
-	return StampExtend.Run(ctx, rdb, []string{lock}, args...).Int64()
+	return StampExtend.Run(ctx, rdb, stampExtendKeys(k), args...).Int64()
 }
 
-func runStampRelease(rdb redis.Scripter, lock, channel, publish string, owned ...int64) (int64, error) {
-	args := []any{channel, publish}
+// stampReleaseKeys are stamp_release's KEYS, as the engine gives them (timestamp.go).
+func stampReleaseKeys(k keyspace.Keys) []string {
+	return []string{k.Lock}
+}
+
+// runStampRelease runs stamp_release on k, publishing on k.Channel with publish, owning
+// the deadlines owned.
+func runStampRelease(rdb redis.Scripter, k keyspace.Keys, publish string, owned ...int64) (int64, error) {
+	args := []any{k.Channel, publish}
 	for _, o := range owned {
 		args = append(args, o)
 	}
-	return StampRelease.Run(ctx, rdb, []string{lock}, args...).Int64()
+	return StampRelease.Run(ctx, rdb, stampReleaseKeys(k), args...).Int64()
 }
 
 func getInt(t *testing.T, rdb *redis.Client, key string) int64 {
@@ -64,96 +87,119 @@ func TestStampAcquire(t *testing.T) {
 	}
 }
 
-// stampAcquireFree: free key takes the deadline, an expiry and a fence.
+// stampAcquireFree: free key takes the deadline, an expiry and a fence; the deadline, a
+// token served once, is a tombstone then, and a copy of that call takes nothing.
 func stampAcquireFree(t *testing.T, rdb *redis.Client, now time.Time) {
+	k := keys(t, "stamp:free")
 	for want := int64(1); want <= 2; want++ {
-		got, err := runStampAcquire(rdb, "free", "free:fence", now, time.Minute)
+		clock := now.Add(time.Duration(want) * time.Millisecond) // a fresh deadline for each hold
+		deadline := clock.Add(time.Minute).UnixMilli()
+		got, err := runStampAcquire(rdb, k, clock, time.Minute)
 		must(t, got, err, want)
-		if v := getInt(t, rdb, "free"); v != now.Add(time.Minute).UnixMilli() {
-			t.Fatalf("key holds %d, want the deadline %d", v, now.Add(time.Minute).UnixMilli())
+		if v := getInt(t, rdb, k.Lock); v != deadline {
+			t.Fatalf("key holds %d, want the deadline %d", v, deadline)
 		}
-		if pttl := rdb.PTTL(ctx, "free").Val(); pttl <= 59*time.Second || pttl > time.Minute {
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 59*time.Second || pttl > time.Minute {
 			t.Fatalf("PTTL = %v, want about the lease length", pttl)
 		}
-		rdb.Del(ctx, "free")
+		wantTombstoneFor(t, rdb, k.Gone, strconv.FormatInt(deadline, 10), time.Minute)
+		rdb.Del(ctx, k.Lock)
+	}
+	got, err := runStampAcquire(rdb, k, now.Add(time.Millisecond), time.Minute) // the first hold's call again
+	if err != nil || !Gone(got) {
+		t.Fatalf("a copy of a call whose hold ended = %d, %v; want the gone reply", got, err)
+	}
+	if rdb.Exists(ctx, k.Lock).Val() != 0 || rdb.Get(ctx, k.Fence).Val() != "2" {
+		t.Fatalf("a gone attempt wrote: key exists %d, fence %s", rdb.Exists(ctx, k.Lock).Val(), rdb.Get(ctx, k.Fence).Val())
 	}
 }
 
 // stampAcquireHeld: held key refuses with the time to its deadline by the caller's clock.
 func stampAcquireHeld(t *testing.T, rdb *redis.Client, now time.Time) {
-	rdb.Set(ctx, "held", now.Add(10*time.Second).UnixMilli(), 0) // a legacy holder: no expiry
-	got, err := runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
+	k := keys(t, "stamp:held")
+	rdb.Set(ctx, k.Lock, now.Add(10*time.Second).UnixMilli(), 0) // a legacy holder: no expiry
+	got, err := runStampAcquire(rdb, k, now, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := Refusal(got); got > 0 || left < 10*time.Second || left > 10*time.Second+time.Millisecond {
 		t.Fatalf("reply %d (%v left), want a refusal with 10s left", got, left)
 	}
-	rdb.PExpire(ctx, "held", 2*time.Second) // an expiry sooner than the deadline
-	got, _ = runStampAcquire(rdb, "held", "held:fence", now, time.Minute)
-	wantRefusal(t, got, 2*time.Second, rdb.Get(ctx, "held").Val())
-	if rdb.Exists(ctx, "held:fence").Val() != 0 {
+	rdb.PExpire(ctx, k.Lock, 2*time.Second) // an expiry sooner than the deadline
+	got, _ = runStampAcquire(rdb, k, now, time.Minute)
+	wantRefusal(t, got, 2*time.Second, rdb.Get(ctx, k.Lock).Val())
+	if rdb.Exists(ctx, k.Fence).Val() != 0 {
 		t.Fatal("a refused acquire raised the fence")
+	}
+	if rdb.Exists(ctx, k.Gone).Val() != 0 {
+		t.Fatal("a refused acquire made its deadline a tombstone")
 	}
 }
 
 // stampAcquirePassed: passed deadline is taken over.
 func stampAcquirePassed(t *testing.T, rdb *redis.Client, now time.Time) {
-	rdb.Set(ctx, "passed", now.Add(-time.Millisecond).UnixMilli(), 0)
-	got, err := runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
+	k := keys(t, "stamp:passed")
+	rdb.Set(ctx, k.Lock, now.Add(-time.Millisecond).UnixMilli(), 0)
+	got, err := runStampAcquire(rdb, k, now, time.Minute)
 	must(t, got, err, 1)
-	if v := getInt(t, rdb, "passed"); v != now.Add(time.Minute).UnixMilli() {
+	if v := getInt(t, rdb, k.Lock); v != now.Add(time.Minute).UnixMilli() {
 		t.Fatalf("key holds %d after a takeover, want the new deadline", v)
 	}
-	if pttl := rdb.PTTL(ctx, "passed").Val(); pttl <= 0 {
+	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 {
 		t.Fatalf("PTTL = %v after a takeover, want the lease length", pttl)
 	}
-	rdb.Set(ctx, "passed", now.UnixMilli(), 0) // the deadline is now: not passed yet
-	got, _ = runStampAcquire(rdb, "passed", "passed:fence", now, time.Minute)
-	if got > 0 {
-		t.Fatal("a deadline equal to the caller's clock was taken over")
+	rdb.Set(ctx, k.Lock, now.UnixMilli(), 0)               // the deadline is now: not passed yet
+	got, err = runStampAcquire(rdb, k, now, 2*time.Minute) // a fresh deadline
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantRefusal(t, got, time.Millisecond, strconv.FormatInt(now.UnixMilli(), 10)) // a deadline equal to the caller's clock is not taken over
 }
 
 // stampAcquireBrokenFence: broken fence undoes the take.
 func stampAcquireBrokenFence(t *testing.T, rdb *redis.Client, now time.Time) {
-	rdb.Set(ctx, "undo:fence", "not a number", 0)
-	if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
+	k := keys(t, "stamp:undo")
+	rdb.Set(ctx, k.Fence, "not a number", 0)
+	if _, err := runStampAcquire(rdb, k, now, time.Minute); err == nil {
 		t.Fatal("no error with a broken fence")
 	}
-	if rdb.Exists(ctx, "undo").Val() != 0 {
+	if rdb.Exists(ctx, k.Lock).Val() != 0 {
 		t.Fatal("a free key was left taken")
 	}
 	old := now.Add(-time.Second).UnixMilli()
-	rdb.Set(ctx, "undo", old, 30*time.Second)
-	if _, err := runStampAcquire(rdb, "undo", "undo:fence", now, time.Minute); err == nil {
+	rdb.Set(ctx, k.Lock, old, 30*time.Second)
+	if _, err := runStampAcquire(rdb, k, now, time.Minute); err == nil {
 		t.Fatal("no error with a broken fence")
 	}
-	if v, pttl := getInt(t, rdb, "undo"), rdb.PTTL(ctx, "undo").Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
+	if v, pttl := getInt(t, rdb, k.Lock), rdb.PTTL(ctx, k.Lock).Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
 		t.Fatalf("key holds %d with PTTL %v after an undone takeover, want %d with its expiry", v, pttl, old)
+	}
+	if rdb.Exists(ctx, k.Gone).Val() != 0 {
+		t.Fatal("an undone take made its deadline a tombstone")
 	}
 }
 
 // stampAcquireNotDeadline: a value that is not a deadline is an error and is left alone.
 func stampAcquireNotDeadline(t *testing.T, rdb *redis.Client, now time.Time) {
+	k := keys(t, "stamp:bad")
 	for value, why := range map[string]string{
 		"hello": `"hello", which is not a unix-ms deadline`, "": `""`,
 		"1700000000": "looks like unix seconds", "-1700000000000": `"-1700000000000"`,
 		"1700000000000.0": `"1700000000000.0"`, "1234567890123456": `"1234567890123456"`,
 		" 1700000000000": `" 1700000000000"`, "\x00\n": `"??"`,
 	} {
-		rdb.Set(ctx, "bad", value, 0)
-		_, err := runStampAcquire(rdb, "bad", "bad:fence", now, time.Minute)
+		rdb.Set(ctx, k.Lock, value, 0)
+		_, err := runStampAcquire(rdb, k, now, time.Minute)
 		if !redis.HasErrorPrefix(err, "NOTSTAMP") || !strings.Contains(err.Error(), why) {
 			t.Errorf("value %q: %v, want NOTSTAMP saying %q", value, err, why)
 		}
-		if v := rdb.Get(ctx, "bad").Val(); v != value {
+		if v := rdb.Get(ctx, k.Lock).Val(); v != value {
 			t.Errorf("value %q changed to %q", value, v)
 		}
 	}
-	rdb.Del(ctx, "bad")
-	rdb.RPush(ctx, "bad", "x")
-	_, err := runStampAcquire(rdb, "bad", "bad:fence", now, time.Minute)
+	rdb.Del(ctx, k.Lock)
+	rdb.RPush(ctx, k.Lock, "x")
+	_, err := runStampAcquire(rdb, k, now, time.Minute)
 	wantWrongType(t, err)
 }
 
@@ -162,48 +208,59 @@ func TestStampExtend(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	now := time.Now()
 	d0, d1, d2 := now.Add(10*time.Second).UnixMilli(), now.Add(20*time.Second).UnixMilli(), now.Add(30*time.Second).UnixMilli()
+	k := keys(t, "ext")
+	lock := k.Lock
+	str := func(d int64) string { return strconv.FormatInt(d, 10) }
 
-	got, err := runStampExtend(rdb, "ext", d1, time.Minute, d0)
+	got, err := runStampExtend(rdb, k, d1, time.Minute, d0)
 	must(t, got, err, 0) // no key
-	if rdb.Exists(ctx, "ext").Val() != 0 {
+	if rdb.Exists(ctx, lock).Val() != 0 {
 		t.Fatal("extend created the key")
 	}
-	rdb.Set(ctx, "ext", d0, 10*time.Second)
-	got, err = runStampExtend(rdb, "ext", d1, time.Minute, d2) // not among ours
+	rdb.Set(ctx, lock, d0, 10*time.Second)
+	got, err = runStampExtend(rdb, k, d1, time.Minute, d2) // not among ours
 	must(t, got, err, 0)
-	if v := getInt(t, rdb, "ext"); v != d0 {
+	if v := getInt(t, rdb, lock); v != d0 {
 		t.Fatalf("a refused extend changed the deadline to %d", v)
 	}
+	if rdb.Exists(ctx, k.Gone).Val() != 0 {
+		t.Fatal("a refused extend made tombstones")
+	}
 
-	got, err = runStampExtend(rdb, "ext", d2, 30*time.Second, d1, d0) // any of ours counts
+	got, err = runStampExtend(rdb, k, d2, 30*time.Second, d1, d0) // any of ours counts
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
+	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after extend: %d, PTTL %v; want %d, about 30s", v, pttl, d2)
 	}
+	// The hold's deadlines are kept tombstones until its lease's end and GONE_MS.
+	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second)
+	wantTombstoneFor(t, rdb, k.Gone, str(d1), 30*time.Second)
 	// An older renewal landing late keeps the later deadline and expiry.
-	got, err = runStampExtend(rdb, "ext", d1, 20*time.Second, d0, d2)
+	got, err = runStampExtend(rdb, k, d1, 20*time.Second, d0, d2)
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
+	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a late, shorter renewal: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
+	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second) // never shortened
+	wantTombstoneFor(t, rdb, k.Gone, str(d2), 20*time.Second)
 	// An Extend to a shorter TTL keeps them too: shortening is the client's alone.
-	got, err = runStampExtend(rdb, "ext", d0, 10*time.Second, d2)
+	got, err = runStampExtend(rdb, k, d0, 10*time.Second, d2)
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d2 || pttl <= 29*time.Second {
+	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a shorter Extend: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
 	// A key someone made persistent stays so while its deadline moves.
 	d3 := now.Add(40 * time.Second).UnixMilli()
-	rdb.Persist(ctx, "ext")
-	got, err = runStampExtend(rdb, "ext", d3, 10*time.Second, d2)
+	rdb.Persist(ctx, lock)
+	got, err = runStampExtend(rdb, k, d3, 10*time.Second, d2)
 	must(t, got, err, 1)
-	if v, pttl := getInt(t, rdb, "ext"), rdb.PTTL(ctx, "ext").Val(); v != d3 || pttl != -1*time.Nanosecond {
+	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d3 || pttl != -1*time.Nanosecond {
 		t.Fatalf("persistent key: %d, PTTL %v; want %d, no expiry", v, pttl, d3)
 	}
 
-	rdb.Del(ctx, "ext")
-	rdb.RPush(ctx, "ext", "x")
-	_, err = runStampExtend(rdb, "ext", d1, time.Minute, d0)
+	rdb.Del(ctx, lock)
+	rdb.RPush(ctx, lock, "x")
+	_, err = runStampExtend(rdb, k, d1, time.Minute, d0)
 	wantWrongType(t, err)
 }
 
@@ -211,24 +268,26 @@ func TestStampRelease(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	d0, d1 := time.Now().Add(time.Minute).UnixMilli(), time.Now().Add(2*time.Minute).UnixMilli()
-	sub := rdb.Subscribe(ctx, "rel:released")
+	k := keys(t, "rel")
+	lock := k.Lock
+	sub := rdb.Subscribe(ctx, k.Channel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	rdb.Set(ctx, "rel", d1, 0)
-	got, err := runStampRelease(rdb, "rel", "rel:released", "PUBLISH", d0)
+	rdb.Set(ctx, lock, d1, 0)
+	got, err := runStampRelease(rdb, k, "PUBLISH", d0)
 	must(t, got, err, 0)
-	if v := getInt(t, rdb, "rel"); v != d1 {
+	if v := getInt(t, rdb, lock); v != d1 {
 		t.Fatalf("a release of another's deadline changed the key to %d", v)
 	}
-	got, err = runStampRelease(rdb, "rel", "rel:released", "", d0, d1) // quiet: wakes no one
+	got, err = runStampRelease(rdb, k, "", d0, d1) // quiet: wakes no one
 	must(t, got, err, 1)
-	rdb.Set(ctx, "rel", d0, 0)
-	got, err = runStampRelease(rdb, "rel", "rel:released", "PUBLISH", d0)
+	rdb.Set(ctx, lock, d0, 0)
+	got, err = runStampRelease(rdb, k, "PUBLISH", d0)
 	must(t, got, err, 1)
-	if rdb.Exists(ctx, "rel").Val() != 0 {
+	if rdb.Exists(ctx, lock).Val() != 0 {
 		t.Fatal("release left the key")
 	}
 	msg, err := sub.ReceiveMessage(ctx)
@@ -236,8 +295,8 @@ func TestStampRelease(t *testing.T) {
 		t.Fatalf("message %v, %v; want one \"released\" (the quiet release publishes nothing)", msg, err)
 	}
 
-	rdb.RPush(ctx, "rel", "x")
-	_, err = runStampRelease(rdb, "rel", "rel:released", "PUBLISH", d0)
+	rdb.RPush(ctx, lock, "x")
+	_, err = runStampRelease(rdb, k, "PUBLISH", d0)
 	wantWrongType(t, err)
 }
 
@@ -259,10 +318,11 @@ func FuzzStampDeadline(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
+	k := keys(f, "stamp:fuzz")
 	f.Fuzz(func(t *testing.T, value string) {
-		rdb.Set(ctx, "fuzz", value, 0)
-		defer rdb.Del(ctx, "fuzz", "fuzz:fence")
-		got, err := runStampAcquire(rdb, "fuzz", "fuzz:fence", now, time.Minute)
+		rdb.Set(ctx, k.Lock, value, 0)
+		defer rdb.Del(ctx, k.Lock, k.Fence, k.Gone) // each value on a lock of its own: no tombstone of the last
+		got, err := runStampAcquire(rdb, k, now, time.Minute)
 		d, perr := strconv.ParseInt(value, 10, 64)
 		isDeadline := deadlineForm.MatchString(value) && perr == nil && d >= 1e11
 		switch {
@@ -270,7 +330,7 @@ func FuzzStampDeadline(f *testing.F) {
 			if !redis.HasErrorPrefix(err, "NOTSTAMP") {
 				t.Fatalf("value %q: reply %d, %v; want NOTSTAMP", value, got, err)
 			}
-			if v := rdb.Get(ctx, "fuzz").Val(); v != value {
+			if v := rdb.Get(ctx, k.Lock).Val(); v != value {
 				t.Fatalf("value %q changed to %q", value, v)
 			}
 		case err != nil:
