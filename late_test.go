@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -524,6 +525,68 @@ func TestLateAcquisitionNeverRevivesEndedLease(t *testing.T) {
 			l, err := other.Mutex(name).TryLock(ctx)
 			if err != nil {
 				t.Fatalf("the lock, held by no one, is refused: %v", err)
+			}
+			_ = l.Unlock(ctx)
+		})
+	}
+}
+
+// TestLateMultiMutexCopyNeverTakesBackLostName: a late copy of a MultiMutex acquisition
+// never takes back a name taken from its lease. The Lock of {x, y} has its first copy
+// held back (go-redis resends it on a new connection, and the resend acquires); another
+// client then removes y (ForceUnlock), takes it and unlocks it, and the held copy lands.
+// Its token was served, and the lease no longer holds y: it takes nothing back, so the
+// lease's Extend finds y lost, and y is free for others. The Mutex of y alone is the same
+// story.
+func TestLateMultiMutexCopyNeverTakesBackLostName(t *testing.T) {
+	const ttl = 30 * time.Second
+	for _, tt := range []struct {
+		name string
+		lock func(context.Context, *dlock.Client) (*dlock.Lease, error)
+	}{
+		{"multi", func(ctx context.Context, c *dlock.Client) (*dlock.Lease, error) {
+			return c.MultiMutex([]string{"x", "y"}, dlock.TTL(ttl)).Lock(ctx)
+		}},
+		{"mutex", func(ctx context.Context, c *dlock.Client) (*dlock.Lease, error) {
+			return c.Mutex("y", dlock.TTL(ttl)).Lock(ctx)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, rdb := standalone(t)
+			other := newClient(t, rdb)
+			a := newLateProcessRT(t, srv, 200*time.Millisecond)
+			ctx := ctxTimeout(t, 20*time.Second)
+
+			var lease *dlock.Lease
+			acquisition, locked := a.hold(t, func() (err error) {
+				lease, err = tt.lock(ctx, a.Client)
+				return err
+			})
+			select {
+			case err := <-locked:
+				if err != nil {
+					t.Fatalf("Lock with its first copy held back: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Lock did not return within 10s")
+			}
+			if _, err := other.ForceUnlock(ctx, "y"); err != nil {
+				t.Fatalf("ForceUnlock y: %v", err)
+			}
+			l, err := other.Mutex("y").TryLock(ctx)
+			if err != nil {
+				t.Fatalf("TryLock of y, force-unlocked: %v", err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock of y: %v", err)
+			}
+			land(t, acquisition)
+			if err := lease.Extend(ctx, ttl); !errors.Is(err, dlock.ErrNotHeld) {
+				t.Errorf("Extend of the lease that lost y = %v, want ErrNotHeld (y holds %q)", err, rdb.Get(ctx, "dlock:y").Val())
+			}
+			l, err = other.Mutex("y").TryLock(ctx)
+			if err != nil {
+				t.Fatalf("y, which no lease holds, is refused: %v", err)
 			}
 			_ = l.Unlock(ctx)
 		})

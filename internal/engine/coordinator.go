@@ -236,8 +236,8 @@ func (k *coordinator) prepare(r *request) (ask any) {
 	}
 	if q.ask == nil {
 		// Its clock starts now, before the token is first sent: no grant of it can come
-		// earlier. Its first attempt does not stand (no number): an uncontended Lock
-		// leaves no request behind.
+		// earlier. Its first attempt does not stand (r.stands is false): an uncontended
+		// Lock leaves no request behind.
 		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), shortest: k.t.cfg.TTL}
 		return q.ask.token
 	} else if r.behind > 0 {

@@ -31,7 +31,7 @@ type Target struct {
 	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks, gone; read-only
 	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks, gone; read-only
 	lockKeys         []string // the lock key alone; read-only
-	extendKeys       []string // Mutex extend: lock, gone; read-only
+	extendKeys       []string // extend of a one-key kind (mutex_extend, stamp_extend): lock, gone; read-only
 
 	// The same keys boxed for go-redis (batch.Call.KeyArgs), so that a call does not box
 	// them again.

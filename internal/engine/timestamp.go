@@ -108,10 +108,11 @@ func (stampScheme) release(t *Target, token any, publish string, call *batch.Cal
 
 func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	length, _ := strconv.ParseInt(ttl, 10, 64) // ms() made it
-	deadline, owned := token.(*stamp).write(time.Now(), time.Duration(length)*time.Millisecond)
+	s := token.(*stamp)
+	deadline, owned := s.write(time.Now(), time.Duration(length)*time.Millisecond)
 	call.Script = scripts.StampExtend
 	call.Keys, call.KeyArgs = t.extendKeys, t.extendKeyArgs
-	call.Args = append([]any{deadline, ttl}, owned...)
+	call.Args = append([]any{deadline, ttl, s.acquired()}, owned...)
 }
 
 func (stampScheme) leave(*Target, *request, *batch.Call) bool { return false }
@@ -144,6 +145,7 @@ type stamp struct {
 	key  string     // the lock key, in book
 
 	mu      sync.Mutex
+	first   any       // guarded by mu: the acquisition's deadline, the hold's identity in the lock's :gone key (gone.lua), which every renewal keeps
 	written []stamped // guarded by mu: oldest first
 	final   bool      // guarded by mu: a release took the deadlines owned; none is added
 }
@@ -178,7 +180,17 @@ func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []a
 		s.written = append(s.written[:0], s.written[1:]...)
 	}
 	s.written = append(s.written, stamped{deadline: value, forget: forget})
+	if s.first == nil {
+		s.first = value
+	}
 	return value, owned
+}
+
+// acquired returns the deadline the acquisition wrote.
+func (s *stamp) acquired() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
 }
 
 // owned returns the deadlines the key may hold, oldest first.

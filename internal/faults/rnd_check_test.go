@@ -86,7 +86,7 @@ func keyLife(key string) time.Duration {
 	case ok && (suffix == ":queue:deadlines" || suffix == ":writers"):
 		return goneLife // the tombstones of the waiters served or gone (gone.lua)
 	case ok && suffix == ":gone":
-		return rndMaxExtend + goneLife // a token's tombstone outlives its lease (gone.lua)
+		return rndLongestLease + goneLife // a token's tombstone outlives its lease (gone.lua)
 	}
 	return 0
 }
@@ -94,6 +94,10 @@ func keyLife(key string) time.Duration {
 // goneLife is how long a wait list remembers a waiter that was served or gave up, and a
 // lock a token it served once its lease ended (GONE_MS in internal/scripts/gone.lua).
 const goneLife = 10 * time.Second
+
+// rndLongestLease is the longest a lease of the random scenario keeps its key: a FairMutex
+// hand-over or a Mutex grant (waiterTTL in internal/engine), longer than rndMaxExtend.
+const rndLongestLease = max(3*time.Second, rndMaxExtend)
 
 // rndBounds are the checker's bounds.
 type rndBounds struct {

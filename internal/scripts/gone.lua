@@ -13,7 +13,10 @@
 --
 -- An attempt of a tombstoned token or id that lands later (sent before, delivered late,
 -- or resent) takes nothing and lists nothing, unless it finds the lock still held by that
--- very token, which it only lengthens. It is refused with goneReply(); a waiter refused so
+-- very token, which it never shortens (only an attempt whose token is reused by later
+-- attempts lengthens it: a Mutex standing request, a FairMutex waiter; the copies of any
+-- other attempt find what its first copy set, and do not add up). It is refused with
+-- goneReply(); a waiter refused so
 -- while it still waits (a grant that lapsed before it heard of it; an acquisition undone)
 -- asks again with a new token.
 --

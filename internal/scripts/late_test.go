@@ -187,7 +187,13 @@ func (r *lateRig) readAcquire(token, owner string) (int64, error) {
 }
 
 func (r *lateRig) writeAcquire(token, waiter string, try bool) (int64, error) {
-	return RwWriteAcquire.Run(ctx, r.rdb, rwKeys(r.k), token, lateTTL.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try), "1").Int64()
+	return writeAcquireFor(r.rdb, r.k, token, lateTTL, waiter, try)
+}
+
+// writeAcquireFor runs rw_write_acquire.lua on one server (a served writer's id is
+// tombstoned) for a lease of ttl, with wait entries of lateLife.
+func writeAcquireFor(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration, waiter string, try bool) (int64, error) {
+	return RwWriteAcquire.Run(ctx, rdb, rwKeys(k), token, ttl.Milliseconds(), waiter, lateLife.Milliseconds(), flag(try), "1").Int64()
 }
 
 func (r *lateRig) leaveWriters(waiter string) (int64, error) {
@@ -736,16 +742,19 @@ func TestLateMulti(t *testing.T) {
 			r.wantPTTL(t, k.Lock, 1, lateTTL)
 		}
 	})
-	t.Run("a copy after its hold was extended: no key shortened", func(t *testing.T) {
+	t.Run("a copy after its hold was extended: the hold's fence, nothing changed", func(t *testing.T) {
 		a, b := multiKeys(t, "late-multi-3")
 		got, err := acq(a, b, tokenA)
 		must(t, got, err, 1)
 		rdb.PExpire(ctx, a.Lock, otherLong)
 		rdb.PExpire(ctx, b.Lock, otherLong)
 		got, err = acq(a, b, tokenA)
-		must(t, got, err, 2) // the counters only grow
-		r.wantLong(t, a.Lock)
-		r.wantLong(t, b.Lock)
+		must(t, got, err, 1)
+		for _, k := range []keyspace.Keys{a, b} {
+			r.wantValue(t, k.Lock, tokenA)
+			r.wantLong(t, k.Lock)
+			r.wantValue(t, k.Fence, "1")
+		}
 	})
 	t.Run("release after one name was taken by a later hold: only its own names go", func(t *testing.T) {
 		a, b := multiKeys(t, "late-multi-4")
@@ -773,6 +782,38 @@ func TestLateMulti(t *testing.T) {
 		r.wantLong(t, a.Lock)
 		r.wantLong(t, b.Lock)
 	})
+}
+
+// TestLateMultiCopyNeverTakesBackLostName: a MultiMutex hold of a and b (tokenA) loses b
+// out of band (ForceUnlock, a DEL), and another holder takes b and releases it. A copy of
+// the hold's acquisition that lands then finds a still the hold's and b free; its token is
+// a living tombstone, so it takes nothing back (it would hold b under the old token, and
+// the old lease's Extend would keep succeeding), and a late Extend of the hold, to an
+// hour, finds b not its own.
+func TestLateMultiCopyNeverTakesBackLostName(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "late-multi-lost")
+	a, b := s.ks[0], s.ks[1]
+	got, err := runMultiAcquire(rdb, s.ks, tokenA, lateTTL)
+	must(t, got, err, 1)
+	must(t, 1, rdb.Del(ctx, b.Lock).Err(), 1) // out of band
+	got, err = acquire(rdb, b, tokenB, lateTTL)
+	must(t, got, err, 2)
+	got, err = release(rdb, b, tokenB, "")
+	must(t, got, err, 1)
+
+	before := s.snapshot(t)
+	got, err = runMultiAcquire(rdb, s.ks, tokenA, lateTTL) // the copy, landing late
+	if err != nil || !Gone(got) {
+		t.Fatalf("late copy = %d, %v; want the gone reply", got, err)
+	}
+	s.unchanged(t, before, "the late copy")
+	s.wantGone(t, b.Lock)
+	s.wantValue(t, a.Lock, tokenA)
+	got, err = runMultiExtend(rdb, s.ks, tokenA, time.Hour)
+	must(t, got, err, 0)
+	s.unchanged(t, before, "the late Extend")
 }
 
 // confirmedAlso reads the confirmation of a second channel of ps.
@@ -1086,7 +1127,7 @@ func TestLateServedSemaphoreWaiterNeverQueuedAgain(t *testing.T) {
 }
 
 // TestLateOwnTokenCopyNeverShortens: mutex_acquire and fair_acquire, finding their own
-// token (a copy of the call that landed first, or a grant), only lengthen the key: a copy
+// token (a copy of the call that landed first, or a grant), never shorten the key: a copy
 // that lands after the hold was extended must not cut it.
 func TestLateOwnTokenCopyNeverShortens(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
@@ -1109,5 +1150,77 @@ func TestLateOwnTokenCopyNeverShortens(t *testing.T) {
 		got, err = FairAcquire.Run(ctx, rdb, fk, tokenA, 60000, 3000, "0").Int64()
 		must(t, got, err, 1)
 		r.wantLong(t, k.Lock)
+	})
+}
+
+// TestCopiesOfAbandonedAttemptDoNotAddUp: an attempt whose caller gave up (a fresh token,
+// which does not stand) has its undo land first, finding nothing; then two copies of the
+// attempt land. Copy 1 takes the free lock for its TTL (2s); copy 2, 1.5s later (the key's
+// PTTL brought down to 500ms), finds its own token and leaves the expiry as copy 1 set it:
+// the lock no one holds stays taken for one TTL, not 3.5s. A copy of a Mutex standing
+// request (its token may have been granted with a shorter lease) still lengthens the key
+// to its TTL.
+func TestCopiesOfAbandonedAttemptDoNotAddUp(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	const ttl, left = 2 * time.Second, 500 * time.Millisecond // copy 2 lands 1.5s after copy 1
+	mutexUndo := func(ks []keyspace.Keys) (int64, error) { return release(rdb, ks[0], tokenA, "") }
+	for i, kind := range []struct {
+		name    string
+		names   int
+		undo    func(ks []keyspace.Keys) (int64, error)
+		attempt func(ks []keyspace.Keys) (int64, error)
+	}{
+		{"mutex_acquire, not standing", 1, mutexUndo, func(ks []keyspace.Keys) (int64, error) {
+			return acquire(rdb, ks[0], tokenA, ttl)
+		}},
+		{"rw_write_acquire", 1, mutexUndo, func(ks []keyspace.Keys) (int64, error) {
+			return writeAcquireFor(rdb, ks[0], tokenA, ttl, "w", true)
+		}},
+		{"multi_acquire", 2, func(ks []keyspace.Keys) (int64, error) {
+			return runMultiRelease(rdb, ks, tokenA, "", "")
+		}, func(ks []keyspace.Keys) (int64, error) {
+			return runMultiAcquire(rdb, ks, tokenA, ttl)
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			a, b := multiKeys(t, fmt.Sprintf("copies:%d", i))
+			ks := []keyspace.Keys{a, b}[:kind.names]
+			r := &lateRig{rdb: rdb}
+			got, err := kind.undo(ks)
+			must(t, got, err, 0)
+			got, err = kind.attempt(ks) // copy 1
+			if err != nil || got <= 0 {
+				t.Fatalf("copy 1 on a free lock = %d, %v; want it acquired", got, err)
+			}
+			for _, k := range ks {
+				r.wantValue(t, k.Lock, tokenA)
+				r.wantPTTL(t, k.Lock, 1, ttl)
+				if err := rdb.PExpire(ctx, k.Lock, left).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err = kind.attempt(ks) // copy 2, 1.5s later
+			if err != nil || got <= 0 {
+				t.Fatalf("copy 2, finding its own token = %d, %v; want it acquired", got, err)
+			}
+			for _, k := range ks {
+				r.wantValue(t, k.Lock, tokenA)
+				r.wantPTTL(t, k.Lock, 1, left)
+			}
+		})
+	}
+	t.Run("mutex_acquire, a standing request: lengthened to its TTL", func(t *testing.T) {
+		r := &lateRig{rdb: rdb, k: keys(t, "copies:standing")}
+		p1 := turnArgs{reserve: 1, me: "p1"}
+		got, err := acquireAs(rdb, r.k, tokenA, ttl, p1)
+		must(t, got, err, 1)
+		if err := rdb.PExpire(ctx, r.k.Lock, left).Err(); err != nil { // a grant's shorter lease, or a copy 1.5s ago
+			t.Fatal(err)
+		}
+		got, err = acquireAs(rdb, r.k, tokenA, ttl, p1)
+		must(t, got, err, 2)
+		r.wantValue(t, r.k.Lock, tokenA)
+		r.wantPTTL(t, r.k.Lock, ttl-left, ttl) // about its TTL, well above the 500ms it had
 	})
 }

@@ -24,26 +24,28 @@
 --        and no name holds it any more; nothing changed.
 -- Errors: WRONGTYPE when a lock key holds something other than a string; "ERR value is not
 --   an integer" when a fencing counter is not an integer. Nothing changes on an error.
--- A lock key that already holds ARGV[1] counts as free: it is this very call, run again
--- after its reply was lost; its expiry is only lengthened. An acquisition makes its token a
--- tombstone.
+-- Every name holding ARGV[1] already is this very call run again (its reply was lost, or a
+-- copy lands late while its hold lives): it changes nothing and replies the fencing token
+-- the names carry. An acquisition makes its token a tombstone.
 -- Late: the token is fresh for each attempt (one for all the parts of an attempt), so a
 --   late landing finds each name free, held by another, or held by this very token (a
 --   copy of the call that already landed, or an earlier part's). With any name held by
---   another it changes nothing. With no name holding its token and its token a tombstone
---   (a copy of it took the names, and the hold ended), it changes nothing either, so an
---   Extend of that hold landing later finds no name to lengthen. Otherwise it takes every
---   name for its token until its own TTL ends (the undo sent before it found nothing to
---   undo), and never shortens the expiry of a key that already holds its token; the
---   counters it sets only grow.
+--   another it changes nothing; with every name holding its token, nothing either. With
+--   its token a tombstone (a copy of it took the names, and the hold ended, or lost some
+--   of them), it changes nothing, so an Extend of that hold landing later finds no name
+--   to lengthen. Otherwise (no copy of it took the names, or one did more than GONE_MS
+--   after its lease ended) it takes every name for its token until its own TTL ends from
+--   its landing (the undo sent before it found nothing to undo); the counters it sets
+--   only grow.
 local n = (#KEYS - 1) / 2
 local goneKey = KEYS[#KEYS]
 local now = redisNow()
-local holder, left, mine = false, 0, false
+local holder, left, mine = false, 0, 0
 for i = 1, n do
 	local current = redis.call('GET', KEYS[2 * i - 1])
-	mine = mine or current == ARGV[1]
-	if current and current ~= ARGV[1] then
+	if current == ARGV[1] then
+		mine = mine + 1
+	elseif current then
 		local pttl = redis.call('PTTL', KEYS[2 * i - 1])
 		if not holder then
 			holder, left = current, pttl
@@ -55,7 +57,7 @@ end
 if holder then
 	return refuse(left, holder)
 end
-if not mine and wasServed(goneKey, ARGV[1], now) then
+if mine < n and wasServed(goneKey, ARGV[1], now) then
 	return goneReply()
 end
 local top = 0
@@ -69,12 +71,14 @@ for i = 1, n do
 		top = math.max(top, value)
 	end
 end
+if mine == n then
+	return math.max(top, 1) -- 1: the counters were deleted meanwhile
+end
 local token = math.max(top + 1, tonumber(ARGV[3]))
 local fence = string.format('%d', token)
 local ttl = tonumber(ARGV[2])
 for i = 1, n do
-	-- A key that holds ARGV[1] already keeps a longer expiry: this is a copy of the call
-	-- that lands after the hold was extended.
+	-- A key that holds ARGV[1] (its tombstone died) keeps a longer expiry.
 	if redis.call('PTTL', KEYS[2 * i - 1]) < ttl then
 		redis.call('SET', KEYS[2 * i - 1], ARGV[1], 'PX', ARGV[2])
 	end

@@ -98,18 +98,30 @@ func TestMultiAcquire(t *testing.T) {
 			t.Fatalf("%s PTTL = %v", k.Lock, pttl)
 		}
 	}
-	// The same call again (its reply lost) finds its own token: acquired again.
+	// The same call again (its reply lost) finds its own token in every name: it replies
+	// the names' fencing token and changes nothing.
+	rdb.PExpire(ctx, ks[0].Lock, time.Second)
 	got, err = runMultiAcquire(rdb, ks, tokenA, time.Minute)
+	must(t, got, err, 8)
+	if c := counters(); c != "8 8 8" {
+		t.Fatalf("counters = %s after the same call again, want 8 8 8", c)
+	}
+	if pttl := rdb.PTTL(ctx, ks[0].Lock).Val(); pttl <= 0 || pttl > time.Second {
+		t.Fatalf("%s PTTL = %v after the same call again, want at most the 1s it had", ks[0].Lock, pttl)
+	}
+	// A floor below the counters changes nothing; one above them is the token. (Each
+	// attempt has a fresh token.)
+	const tokenD, tokenE = "dddddddddddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+	must(t, 3, rdb.Del(ctx, ks[0].Lock, ks[1].Lock, ks[2].Lock).Err(), 3)
+	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenD, time.Minute, 3)
 	must(t, got, err, 9)
-	// A floor below the counters changes nothing; one above them is the token.
-	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenA, time.Minute, 3)
-	must(t, got, err, 10)
-	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenA, time.Minute, 20)
+	must(t, 1, rdb.Del(ctx, ks[0].Lock).Err(), 1)
+	got, err = runMultiAcquireAbove(rdb, ks[:1], tokenE, time.Minute, 20)
 	must(t, got, err, 20)
-	rdb.Set(ctx, ks[0].Fence, 9, 0)
+	rdb.MSet(ctx, ks[0].Fence, 9, ks[1].Fence, 9, ks[2].Fence, 9)
 
 	// A Mutex takes one of the names where a MultiMutex has it not: it counts on from 9.
-	must(t, 1, rdb.Del(ctx, ks[0].Lock, ks[1].Lock, ks[2].Lock).Err(), 1)
+	must(t, 1, rdb.Del(ctx, ks[0].Lock).Err(), 1)
 	got, err = acquire(rdb, ks[2], tokenB, 10*time.Second)
 	must(t, got, err, 10)
 	rdb.Set(ctx, ks[1].Lock, "other", 20*time.Second)
@@ -150,6 +162,35 @@ func TestMultiAcquire(t *testing.T) {
 	if n := rdb.Exists(ctx, ks[0].Lock, ks[1].Lock, ks[2].Lock).Val(); n != 0 || counters() != "9 9 10" {
 		t.Fatalf("a gone acquisition changed something: %d lock keys, counters %s", n, counters())
 	}
+}
+
+// TestMultiAcquireOfItsOwnHoldChangesNothing: a multi_acquire whose token every name
+// holds already (its reply lost, or a copy landing while its hold lives) replies the
+// names' fencing token, the largest of their counters (at least 1), and writes nothing: no
+// name is set again, so copies of one call do not add up.
+func TestMultiAcquireOfItsOwnHoldChangesNothing(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "multi-own")
+	a, b := s.ks[0], s.ks[1]
+	rdb.Set(ctx, b.Fence, 6, 0)
+	got, err := runMultiAcquire(rdb, s.ks, tokenA, time.Minute)
+	must(t, got, err, 7)
+	for _, k := range s.ks {
+		rdb.PExpire(ctx, k.Lock, 5*time.Second) // shorter than its TTL: a SET would show
+	}
+	rdb.Set(ctx, a.Fence, 9, 0) // one counter raised meanwhile: the largest is replied
+
+	before := s.snapshot(t)
+	got, err = runMultiAcquire(rdb, s.ks, tokenA, time.Minute)
+	must(t, got, err, 9)
+	s.unchanged(t, before, "the same call again")
+
+	rdb.Del(ctx, a.Fence, b.Fence) // the counters deleted out of band
+	before = s.snapshot(t)
+	got, err = runMultiAcquire(rdb, s.ks, tokenA, time.Minute)
+	must(t, got, err, 1)
+	s.unchanged(t, before, "the same call again, with no counters")
 }
 
 func TestMultiAcquireBadData(t *testing.T) {

@@ -40,8 +40,10 @@
 --   list or the asks another type); the INCRBY error when the fencing counter is not an
 --   integer (the lock key is then left as it was).
 -- Late: an attempt whose token was served or left (gone.lua) takes nothing and writes
---   nothing, unless it finds its own token, which it only lengthens, never shortens
---   (another attempt or a grant of the same token may hold it with a longer lease). So an
+--   nothing, unless it finds its own token, which it never shortens (another attempt or
+--   a grant of the same token may hold it with a longer lease), and lengthens only if it
+--   stands (a copy of an attempt that does not stand finds the key its first copy set,
+--   which lives at least ARGV[2] from when it was sent, so copies do not add up). So an
 --   Extend or a renewal of a hold that ended, landing after it, never finds its token in
 --   the key again. Otherwise (its token was never served: its caller gave up before any
 --   copy of it took the lock, or the copy is more than GONE_MS late) it acts as if on
@@ -56,8 +58,9 @@
 -- standing request, so HEXISTS tells whether it is listed (no LPOS: Redis before 6.0.6).
 -- An attempt that finds its own token (granted by a release, or a retry whose reply was
 -- lost), or a standing request that finds its process's turn, succeeds with a fresh
--- reservation, and lasts at least ARGV[2] from now. Every acquisition makes its token a
--- tombstone.
+-- reservation; if it stands, it lasts at least ARGV[2] from now (its caller's clock
+-- started when it was sent, after an earlier attempt or a grant set the key). Every
+-- acquisition makes its token a tombstone.
 local me = ARGV[4]
 local stands = ARGV[8] == '1'
 local now = redisNow()
@@ -97,7 +100,7 @@ if holder == ARGV[1] or (stands and holder == 'turn:' .. me) then
 	local left = redis.call('PTTL', KEYS[1])
 	if holder ~= ARGV[1] then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	elseif left >= 0 and left < tonumber(ARGV[2]) then
+	elseif stands and left >= 0 and left < tonumber(ARGV[2]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)

@@ -26,7 +26,7 @@
 --        lock and holds it no more; ask with a new one.
 -- Late: the attempt's token is fresh, so a late landing finds the write lock free, held
 --   by someone else, or held by this very token (a copy of the call that already landed).
---   Held by its own token, it only lengthens the key's expiry, never shortens it. If its
+--   Held by its own token, it changes nothing (copies do not add up). If its
 --   token took the lock before (and holds it no more), or the writer's id is a tombstone
 --   (the writer was served, or gave up), it changes nothing, so an Extend of a hold that
 --   ended never finds its token again; on a quorum (ARGV[6] not '1') a served writer's id
@@ -42,12 +42,10 @@ pruneGone(KEYS[4], now)
 
 local writer = redis.call('GET', KEYS[1])
 if writer == ARGV[1] then
-	-- A retried request whose reply was lost, or a copy of it that lands late: the key
-	-- is only lengthened, since the hold may have been extended meanwhile.
-	if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-		redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	end
-	served(KEYS[5], ARGV[1], now, ARGV[2])
+	-- A retried request whose reply was lost, or a copy of it that lands late: it changes
+	-- nothing. The token is this attempt's alone, so the key was set by its first copy,
+	-- to last at least ARGV[2] from when the call was sent (and the hold may have been
+	-- extended since); lengthening it again would let copies add up.
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
 if isGone(redis.call('ZSCORE', KEYS[4], ARGV[3])) or wasServed(KEYS[5], ARGV[1], now) then

@@ -432,7 +432,11 @@ func TestMutexAcquire(t *testing.T) {
 		}
 	})
 
-	t.Run("retry with the same token succeeds with a fresh fence", func(t *testing.T) {
+	// A retry with the same token (its reply lost) succeeds with a fresh fence. One that
+	// does not stand leaves the key as its first copy set it: copies do not add up. A
+	// standing request's lengthens the key to its TTL (a grant may have set it shorter),
+	// and never shortens it.
+	t.Run("retry with the same token succeeds with a fresh fence, the expiry left", func(t *testing.T) {
 		k := keys(t, "retry")
 		rdb.Set(ctx, k.Fence, 41, 0)
 		got, err := acquire(rdb, k, tokenA, time.Minute)
@@ -440,8 +444,26 @@ func TestMutexAcquire(t *testing.T) {
 		rdb.PExpire(ctx, k.Lock, time.Second)
 		got, err = acquire(rdb, k, tokenA, time.Minute)
 		must(t, got, err, 43)
-		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= time.Second {
-			t.Fatalf("PTTL = %v after a retried acquire, want the lease set again", pttl)
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > time.Second {
+			t.Fatalf("PTTL = %v after a retried acquire, want at most the 1s it had", pttl)
+		}
+	})
+	t.Run("retry of a standing request succeeds with a fresh fence, lengthened to its TTL", func(t *testing.T) {
+		k := keys(t, "retry-standing")
+		p1 := turnArgs{reserve: 1, me: "p1"}
+		got, err := acquireAs(rdb, k, tokenA, time.Minute, p1)
+		must(t, got, err, 1)
+		rdb.PExpire(ctx, k.Lock, time.Second)
+		got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
+		must(t, got, err, 2)
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 59*time.Second || pttl > time.Minute {
+			t.Fatalf("PTTL = %v after a standing request's retry, want its TTL (1m)", pttl)
+		}
+		rdb.PExpire(ctx, k.Lock, time.Hour)
+		got, err = acquireAs(rdb, k, tokenA, time.Minute, p1)
+		must(t, got, err, 3)
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 59*time.Minute {
+			t.Fatalf("PTTL = %v after a standing request's retry, want the hour kept", pttl)
 		}
 	})
 

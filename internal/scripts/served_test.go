@@ -298,7 +298,7 @@ func servedKinds() []servedKind {
 		},
 		lose: delLock,
 		extend: func(s *servedRig, ttl time.Duration) (int64, error) {
-			return runStampExtend(s.rdb, s.k, s.extended, ttl, s.deadline, s.extended)
+			return runStampExtend(s.rdb, s.k, s.extended, ttl, s.deadline, s.deadline, s.extended)
 		},
 		holds: func(s *servedRig) bool {
 			v := s.rdb.Get(ctx, s.k.Lock).Val()

@@ -5,27 +5,26 @@
 -- KEYS[2]  the lock's tombstones of the deadlines it served (gone.lua)
 -- ARGV[1]  the new deadline, unix milliseconds by the holder's clock
 -- ARGV[2]  the new lease length in milliseconds: the key's expiry, counted from now
--- ARGV[3..] the deadlines this hold has written and may still find in the key
+-- ARGV[3]  the deadline this hold's acquisition wrote: the hold's identity in KEYS[2]
+-- ARGV[4..] the deadlines this hold has written and may still find in the key
 --          (stamp_owned.lua)
 --
 -- A deadline or expiry already later is kept (see mutex_extend.lua for why renewals only
 -- lengthen).
 --
--- Reply: 1 extended (or already long enough), this hold's deadlines ARGV[3..] kept
---   tombstones until the lease's end and GONE_MS (its acquisition's is one of them); 0
---   the key holds none of this hold's deadlines (expired, deleted, or taken: another client's SETNX or GETSET).
+-- Reply: 1 extended (or already long enough), and the acquisition's deadline ARGV[3] kept
+--   a tombstone until the lease's end and GONE_MS; 0 the key holds none of this hold's deadlines (expired, deleted, or taken: another client's SETNX or GETSET).
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
 -- Late: only lengthens the deadline and the expiry of a key that still holds one of this
---   hold's deadlines; on a key released, expired or taken it changes nothing.
+--   hold's deadlines; on a key released, expired or taken it changes nothing. Since the
+--   acquisition's tombstone outlives the lease by GONE_MS, no copy of the acquisition can
+--   have taken the key again unless it was that late (gone.lua).
 local holder = redis.call('GET', KEYS[1])
-if not owned(holder, 3) then
+if not owned(holder, 4) then
 	return 0
 end
 local ttl = tonumber(ARGV[2])
-local now = redisNow()
-for i = 3, #ARGV do
-	served(KEYS[2], ARGV[i], now, ttl)
-end
+served(KEYS[2], ARGV[3], redisNow(), ttl)
 local left = redis.call('PTTL', KEYS[1])
 if left > ttl then
 	ttl = left

@@ -34,8 +34,11 @@ func stampExtendKeys(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Gone}
 }
 
-func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, owned ...int64) (int64, error) {
-	args := []any{deadline, ttl.Milliseconds()}
+// runStampExtend runs stamp_extend on k as a hold whose acquisition wrote acquired (its
+// identity in k.Gone, which the call serves again) and that may find a deadline of owned
+// in the key: writing deadline, for a lease of ttl.
+func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, acquired int64, owned ...int64) (int64, error) {
+	args := []any{deadline, ttl.Milliseconds(), acquired}
 	for _, o := range owned {
 		args = append(args, o)
 	}
@@ -203,6 +206,9 @@ func stampAcquireNotDeadline(t *testing.T, rdb *redis.Client, now time.Time) {
 	wantWrongType(t, err)
 }
 
+// TestStampExtend: stamp_extend lengthens a key that holds one of the hold's deadlines
+// (ARGV[4..]) and serves the deadline its acquisition wrote (ARGV[3]) for the lease; it
+// only lengthens, and changes nothing on a key that holds none of them.
 func TestStampExtend(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
@@ -212,13 +218,14 @@ func TestStampExtend(t *testing.T) {
 	lock := k.Lock
 	str := func(d int64) string { return strconv.FormatInt(d, 10) }
 
-	got, err := runStampExtend(rdb, k, d1, time.Minute, d0)
+	// The hold acquired with d0.
+	got, err := runStampExtend(rdb, k, d1, time.Minute, d0, d0)
 	must(t, got, err, 0) // no key
 	if rdb.Exists(ctx, lock).Val() != 0 {
 		t.Fatal("extend created the key")
 	}
 	rdb.Set(ctx, lock, d0, 10*time.Second)
-	got, err = runStampExtend(rdb, k, d1, time.Minute, d2) // not among ours
+	got, err = runStampExtend(rdb, k, d1, time.Minute, d2, d2) // another hold's: not among its own
 	must(t, got, err, 0)
 	if v := getInt(t, rdb, lock); v != d0 {
 		t.Fatalf("a refused extend changed the deadline to %d", v)
@@ -227,24 +234,22 @@ func TestStampExtend(t *testing.T) {
 		t.Fatal("a refused extend made tombstones")
 	}
 
-	got, err = runStampExtend(rdb, k, d2, 30*time.Second, d1, d0) // any of ours counts
+	got, err = runStampExtend(rdb, k, d2, 30*time.Second, d0, d1, d0) // any of its own counts
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after extend: %d, PTTL %v; want %d, about 30s", v, pttl, d2)
 	}
-	// The hold's deadlines are kept tombstones until its lease's end and GONE_MS.
+	// The acquisition's deadline is kept a tombstone until the lease's end and GONE_MS.
 	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second)
-	wantTombstoneFor(t, rdb, k.Gone, str(d1), 30*time.Second)
-	// An older renewal landing late keeps the later deadline and expiry.
-	got, err = runStampExtend(rdb, k, d1, 20*time.Second, d0, d2)
+	// An older renewal landing late keeps the later deadline and expiry, and the tombstone.
+	got, err = runStampExtend(rdb, k, d1, 20*time.Second, d0, d0, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a late, shorter renewal: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
 	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second) // never shortened
-	wantTombstoneFor(t, rdb, k.Gone, str(d2), 20*time.Second)
 	// An Extend to a shorter TTL keeps them too: shortening is the client's alone.
-	got, err = runStampExtend(rdb, k, d0, 10*time.Second, d2)
+	got, err = runStampExtend(rdb, k, d0, 10*time.Second, d0, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a shorter Extend: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
@@ -252,7 +257,7 @@ func TestStampExtend(t *testing.T) {
 	// A key someone made persistent stays so while its deadline moves.
 	d3 := now.Add(40 * time.Second).UnixMilli()
 	rdb.Persist(ctx, lock)
-	got, err = runStampExtend(rdb, k, d3, 10*time.Second, d2)
+	got, err = runStampExtend(rdb, k, d3, 10*time.Second, d0, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d3 || pttl != -1*time.Nanosecond {
 		t.Fatalf("persistent key: %d, PTTL %v; want %d, no expiry", v, pttl, d3)
@@ -260,8 +265,67 @@ func TestStampExtend(t *testing.T) {
 
 	rdb.Del(ctx, lock)
 	rdb.RPush(ctx, lock, "x")
-	_, err = runStampExtend(rdb, k, d1, time.Minute, d0)
+	_, err = runStampExtend(rdb, k, d1, time.Minute, d0, d0)
 	wantWrongType(t, err)
+}
+
+// TestStampAcquisitionServedByEveryExtend: a TimestampMutex hold's identity in the lock's
+// :gone key is the deadline its acquisition wrote (da). The hold stops owning da once the
+// key can no longer hold it (twice the lease after it was written), yet every extend names
+// it (ARGV[3]) and keeps its tombstone until the lease's end and GONE_MS, however long ago
+// the hold acquired. So once the hold is released, a copy of its acquisition landing late
+// is refused as gone and writes nothing, and a late Extend to an hour, among whose owned
+// deadlines da is, finds nothing of the hold's.
+func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "stamp-served")
+	da := s.deadline
+	str := func(d int64) string { return strconv.FormatInt(d, 10) }
+	// aged makes da's tombstone die in half a second: what it would be, with no extend to
+	// keep it, a lease and GONE_MS after it was last served.
+	aged := func(t *testing.T) {
+		t.Helper()
+		if err := rdb.ZAdd(ctx, s.k.Gone, redis.Z{Score: -float64(s.now(t) + 500), Member: str(da)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got, err := stampAcq(rdb, s.k, s.clock, da, lateTTL)
+	must(t, got, err, 1)
+	s.wantServed(t, str(da), lateTTL)
+	// Renewals, each writing a later deadline, the last an Extend to two minutes; from the
+	// second on, the deadlines owned no longer include da.
+	d1, d2, d3 := da+1_000, da+2_000, da+120_000
+	for _, ext := range []struct {
+		deadline int64
+		ttl      time.Duration
+		owned    []int64
+	}{
+		{d1, lateTTL, []int64{da}},
+		{d2, lateTTL, []int64{d1}},
+		{d3, 2 * time.Minute, []int64{d1, d2}},
+	} {
+		aged(t)
+		got, err = runStampExtend(rdb, s.k, ext.deadline, ext.ttl, da, ext.owned...)
+		must(t, got, err, 1)
+		s.wantValue(t, s.k.Lock, str(ext.deadline))
+		s.wantServed(t, str(da), ext.ttl)
+	}
+	got, err = runStampRelease(rdb, s.k, "", d2, d3)
+	must(t, got, err, 1)
+	s.wantGone(t, s.k.Lock)
+	s.wantServed(t, str(da), 2*time.Minute) // the release leaves it
+
+	before := s.snapshot(t)
+	got, err = stampAcq(rdb, s.k, s.clock, da, lateTTL) // a copy of the acquisition, landing late
+	if err != nil || !Gone(got) {
+		t.Fatalf("late acquisition = %d, %v; want the gone reply", got, err)
+	}
+	s.unchanged(t, before, "the late acquisition")
+	got, err = runStampExtend(rdb, s.k, da+3_600_000, time.Hour, da, da) // an early Extend(1h), landing late
+	must(t, got, err, 0)
+	s.unchanged(t, before, "the late Extend")
 }
 
 func TestStampRelease(t *testing.T) {
