@@ -150,9 +150,10 @@
 // which holds the holder's token with a TTL, and a fencing counter {prefix+name}:fence
 // that never expires; while processes wait, also a list of them, {prefix+name}:turns, a
 // hash of their standing requests, {prefix+name}:asks; for a moment after a release, the
-// lock key may hold "turn:" and the id of the process it is promised to. Every kind keeps
-// the tokens it served in a sorted set, {prefix+name}:gone, until their leases' end and
-// 10 seconds more, so that a copy of an acquisition delivered late takes nothing. All
+// lock key may hold "turn:" and the id of the process it is promised to. Every kind
+// remembers each token it served by a key, {prefix+name}:gone:<token>, that lives until
+// the token's lease ends and 10 seconds more, so that a copy of an acquisition delivered
+// late takes nothing. All
 // share one Redis Cluster hash slot. A TimestampMutex uses the same lock key and fencing
 // counter; its lock key holds the holder's deadline in unix milliseconds. A MultiMutex
 // uses the lock key and fencing counter of a Mutex of each of its names.

@@ -293,8 +293,7 @@ func fmtMS(v float64) string {
 }
 
 // cleanup deletes the fencing counters of this run's locks: their names are never used
-// again, so their tokens need not keep growing; and their tombstones, which would expire
-// on their own. The lock keys are released already.
+// again, so their tokens need not keep growing. The lock keys are released already.
 func (bc *benchCmd) cleanup(d *deployment, run string) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
@@ -310,7 +309,7 @@ func (bc *benchCmd) cleanup(d *deployment, run string) {
 			continue
 		}
 		for _, n := range d.nodes {
-			_ = n.rdb.Del(ctx, k.Fence, k.Gone).Err() // one hash slot
+			_ = n.rdb.Del(ctx, k.Fence).Err()
 		}
 	}
 }

@@ -85,7 +85,7 @@ func keyLife(key string) time.Duration {
 		return turnsLife
 	case ok && (suffix == ":queue:deadlines" || suffix == ":writers"):
 		return goneLife // the tombstones of the waiters served or gone (gone.lua)
-	case ok && suffix == ":gone":
+	case ok && suffix == keyspace.GoneInfix:
 		return rndLongestLease + goneLife // a token's tombstone outlives its lease (gone.lua)
 	}
 	return 0

@@ -3,21 +3,33 @@ package keyspace
 import "strings"
 
 // CompanionOf reports whether key is a companion of some lock key, and splits it into the
-// lock's slot tag and the suffix (GrantedInfix for a waiter's channel name). Companions
-// are named SlotTag(lock)+suffix, and SlotTag always has a hash tag.
+// lock's slot tag and the suffix (GoneInfix for a tombstone, GrantedInfix for a waiter's
+// channel name). Companions are named SlotTag(lock)+suffix, and SlotTag always has a hash
+// tag.
 func CompanionOf(key string) (tag, suffix string, ok bool) {
 	for _, suffix := range Companions() {
 		if base, ok := strings.CutSuffix(key, suffix); ok && isTag(base) {
 			return base, suffix, true
 		}
 	}
+	for _, infix := range []string{GoneInfix, GrantedInfix} {
+		if base, ok := tagBefore(key, infix); ok {
+			return base, infix, true
+		}
+	}
+	return "", "", false
+}
+
+// tagBefore returns the part of key before an occurrence of infix that is its own slot
+// tag, if there is one.
+func tagBefore(key, infix string) (string, bool) {
 	for i := 0; ; {
-		j := strings.Index(key[i:], GrantedInfix)
+		j := strings.Index(key[i:], infix)
 		if j < 0 {
-			return "", "", false
+			return "", false
 		}
 		if base := key[:i+j]; isTag(base) {
-			return base, GrantedInfix, true
+			return base, true
 		}
 		i += j + 1
 	}

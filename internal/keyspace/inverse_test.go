@@ -13,6 +13,9 @@ func TestCompanionOf(t *testing.T) {
 		"dlock:{o}:42:permits":               "dlock:{o}:42 :permits",
 		"{dlock:x}:granted:0123abcd":         "{dlock:x} :granted:",
 		"{dlock:a:granted:b}:granted:tok":    "{dlock:a:granted:b} :granted:",
+		"{dlock:x}:gone:0123abcd":            "{dlock:x} :gone:",
+		"dlock:{o}:42:gone:1795861648563":    "dlock:{o}:42 :gone:", // a TimestampMutex deadline's
+		"dlock:job:gone:x":                   "",
 		"dlock:job:readers":                  "", // a lock named "job:readers"
 		"dlock:job:granted:x":                "",
 		"{dlock:x}y:readers":                 "{dlock:x}y :readers",

@@ -16,9 +16,9 @@ type Keys struct {
 	Channel string // where releases are published
 	Turns   string // Mutex: the processes waiting, oldest first
 	Asks    string // Mutex: the standing requests of the waiting processes
-	// Gone is where a Mutex, a MultiMutex or a TimestampMutex remembers the tokens it
-	// served lately, so that a late copy of their acquisition takes nothing (gone.lua).
-	// The kinds with a wait list keep these tombstones among its deadlines instead.
+	// Gone is the prefix of the lock's tombstones: a token the lock was given to (a
+	// TimestampMutex's deadline) is remembered, until its lease's end and 10 s more, by
+	// the key Gone+token, so that a late copy of its acquisition takes nothing (gone.lua).
 	Gone string
 	Tag  string // a prefix that hashes to the lock key's slot: every companion extends it
 }
@@ -30,7 +30,6 @@ const (
 	channelSuffix   = ":released"
 	turnsSuffix     = ":turns"
 	asksSuffix      = ":asks"
-	goneSuffix      = ":gone"
 	queueSuffix     = ":queue"
 	deadlinesSuffix = ":queue:deadlines"
 	readersSuffix   = ":readers"
@@ -39,12 +38,15 @@ const (
 	// GrantedInfix separates Tag from a FairMutex waiter's token in the name of the
 	// waiter's own channel (GrantedPrefix).
 	GrantedInfix = ":granted:"
+	// GoneInfix separates Tag from a served token in the name of its tombstone key (Gone).
+	GoneInfix = ":gone:"
 )
 
-// Companions are the suffixes of every companion key, after a lock's Tag; the waiters'
-// channels (GrantedInfix) are not keys and are not listed.
+// Companions are the suffixes of every companion key, after a lock's Tag; the tombstones
+// (GoneInfix and a token) and the waiters' channels (GrantedInfix, not keys) end in a
+// token, and are not listed.
 func Companions() []string {
-	return []string{fenceSuffix, turnsSuffix, asksSuffix, goneSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
+	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
 }
 
 // Queue is the FairMutex's or the Semaphore's queue: a list of waiter ids in arrival order.
@@ -81,7 +83,7 @@ func For(prefix, name string) (Keys, error) {
 		return Keys{}, err
 	}
 	return Keys{Lock: lock, Fence: tag + fenceSuffix, Channel: tag + channelSuffix,
-		Turns: tag + turnsSuffix, Asks: tag + asksSuffix, Gone: tag + goneSuffix, Tag: tag}, nil
+		Turns: tag + turnsSuffix, Asks: tag + asksSuffix, Gone: tag + GoneInfix, Tag: tag}, nil
 }
 
 // SlotTag returns a prefix that hashes to the same Redis Cluster slot as key: the key itself

@@ -83,27 +83,27 @@ func TestFor(t *testing.T) {
 		err          string // substring of the error; "" for none
 	}{
 		{prefix: "dlock:", name: "orders:42", want: Keys{
-			Lock: "dlock:orders:42", Fence: "{dlock:orders:42}:fence", Channel: "{dlock:orders:42}:released", Tag: "{dlock:orders:42}", Turns: "{dlock:orders:42}:turns", Asks: "{dlock:orders:42}:asks", Gone: "{dlock:orders:42}:gone"}},
+			Lock: "dlock:orders:42", Fence: "{dlock:orders:42}:fence", Channel: "{dlock:orders:42}:released", Tag: "{dlock:orders:42}", Turns: "{dlock:orders:42}:turns", Asks: "{dlock:orders:42}:asks", Gone: "{dlock:orders:42}:gone:"}},
 		{prefix: "", name: "plain", want: Keys{
-			Lock: "plain", Fence: "{plain}:fence", Channel: "{plain}:released", Tag: "{plain}", Turns: "{plain}:turns", Asks: "{plain}:asks", Gone: "{plain}:gone"}},
+			Lock: "plain", Fence: "{plain}:fence", Channel: "{plain}:released", Tag: "{plain}", Turns: "{plain}:turns", Asks: "{plain}:asks", Gone: "{plain}:gone:"}},
 		{prefix: "dlock:", name: "{orders}:42", want: Keys{
-			Lock: "dlock:{orders}:42", Fence: "dlock:{orders}:42:fence", Channel: "dlock:{orders}:42:released", Tag: "dlock:{orders}:42", Turns: "dlock:{orders}:42:turns", Asks: "dlock:{orders}:42:asks", Gone: "dlock:{orders}:42:gone"}},
+			Lock: "dlock:{orders}:42", Fence: "dlock:{orders}:42:fence", Channel: "dlock:{orders}:42:released", Tag: "dlock:{orders}:42", Turns: "dlock:{orders}:42:turns", Asks: "dlock:{orders}:42:asks", Gone: "dlock:{orders}:42:gone:"}},
 		{prefix: "{app}:", name: "job", want: Keys{
-			Lock: "{app}:job", Fence: "{app}:job:fence", Channel: "{app}:job:released", Tag: "{app}:job", Turns: "{app}:job:turns", Asks: "{app}:job:asks", Gone: "{app}:job:gone"}},
+			Lock: "{app}:job", Fence: "{app}:job:fence", Channel: "{app}:job:released", Tag: "{app}:job", Turns: "{app}:job:turns", Asks: "{app}:job:asks", Gone: "{app}:job:gone:"}},
 		{prefix: "dlock:", name: "a{b", want: Keys{
-			Lock: "dlock:a{b", Fence: "{dlock:a{b}:fence", Channel: "{dlock:a{b}:released", Tag: "{dlock:a{b}", Turns: "{dlock:a{b}:turns", Asks: "{dlock:a{b}:asks", Gone: "{dlock:a{b}:gone"}},
+			Lock: "dlock:a{b", Fence: "{dlock:a{b}:fence", Channel: "{dlock:a{b}:released", Tag: "{dlock:a{b}", Turns: "{dlock:a{b}:turns", Asks: "{dlock:a{b}:asks", Gone: "{dlock:a{b}:gone:"}},
 		{prefix: "dlock:", name: "{", want: Keys{
-			Lock: "dlock:{", Fence: "{dlock:{}:fence", Channel: "{dlock:{}:released", Tag: "{dlock:{}", Turns: "{dlock:{}:turns", Asks: "{dlock:{}:asks", Gone: "{dlock:{}:gone"}},
+			Lock: "dlock:{", Fence: "{dlock:{}:fence", Channel: "{dlock:{}:released", Tag: "{dlock:{}", Turns: "{dlock:{}:turns", Asks: "{dlock:{}:asks", Gone: "{dlock:{}:gone:"}},
 		{prefix: "dlock:", name: "{a}}", want: Keys{ // a '}' after a valid tag is harmless
-			Lock: "dlock:{a}}", Fence: "dlock:{a}}:fence", Channel: "dlock:{a}}:released", Tag: "dlock:{a}}", Turns: "dlock:{a}}:turns", Asks: "dlock:{a}}:asks", Gone: "dlock:{a}}:gone"}},
+			Lock: "dlock:{a}}", Fence: "dlock:{a}}:fence", Channel: "dlock:{a}}:released", Tag: "dlock:{a}}", Turns: "dlock:{a}}:turns", Asks: "dlock:{a}}:asks", Gone: "dlock:{a}}:gone:"}},
 		{prefix: "dlock:", name: "ключ ✓", want: Keys{
-			Lock: "dlock:ключ ✓", Fence: "{dlock:ключ ✓}:fence", Channel: "{dlock:ключ ✓}:released", Tag: "{dlock:ключ ✓}", Turns: "{dlock:ключ ✓}:turns", Asks: "{dlock:ключ ✓}:asks", Gone: "{dlock:ключ ✓}:gone"}},
+			Lock: "dlock:ключ ✓", Fence: "{dlock:ключ ✓}:fence", Channel: "{dlock:ключ ✓}:released", Tag: "{dlock:ключ ✓}", Turns: "{dlock:ключ ✓}:turns", Asks: "{dlock:ключ ✓}:asks", Gone: "{dlock:ключ ✓}:gone:"}},
 		{prefix: "dlock:", name: "", err: "empty lock name"},
 		{prefix: "", name: "", err: "empty lock name"},
 		{prefix: "dlock:", name: "a}b", err: "'}' outside a hash tag"},
 		{prefix: "dlock:", name: "{}", err: "'}' outside a hash tag"}, // empty tag
 		{prefix: "dlock:", name: "}{a}", want: Keys{ // a '}' before the tag is harmless
-			Lock: "dlock:}{a}", Fence: "dlock:}{a}:fence", Channel: "dlock:}{a}:released", Tag: "dlock:}{a}", Turns: "dlock:}{a}:turns", Asks: "dlock:}{a}:asks", Gone: "dlock:}{a}:gone"}},
+			Lock: "dlock:}{a}", Fence: "dlock:}{a}:fence", Channel: "dlock:}{a}:released", Tag: "dlock:}{a}", Turns: "dlock:}{a}:turns", Asks: "dlock:}{a}:asks", Gone: "dlock:}{a}:gone:"}},
 		{prefix: "dlock:", name: "x{}{a}", err: "'}' outside a hash tag"}, // first tag empty
 	}
 	for _, tt := range tests {

@@ -7,7 +7,7 @@
 --          entry dies unless refreshed; a waiter that dies or stops refreshing is skipped
 --          once it reaches the head of the queue. A waiter served or gone is a tombstone
 --          here (gone.lua)
--- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the caller's token: its place in the queue and, once granted, the lock's value
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  queue entry lifetime in milliseconds (the waiter refreshes it while it waits)
@@ -40,10 +40,10 @@ if holder == ARGV[1] then
 	if left >= 0 and left < tonumber(ARGV[2]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
-	served(KEYS[5], ARGV[1], now, ARGV[2])
+	served(KEYS[5], ARGV[1], ARGV[2])
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-if isGone(redis.call('ZSCORE', KEYS[4], ARGV[1])) or wasServed(KEYS[5], ARGV[1], now) then
+if isGone(redis.call('ZSCORE', KEYS[4], ARGV[1])) or wasServed(KEYS[5], ARGV[1]) then
 	return goneReply()
 end
 
@@ -65,7 +65,7 @@ if not holder and (not head or head == ARGV[1]) then
 		redis.call('LPOP', KEYS[3])
 	end
 	gone(KEYS[4], ARGV[1], now) -- served: an earlier attempt of its, landing late, finds it gone
-	served(KEYS[5], ARGV[1], now, ARGV[2])
+	serveNew(KEYS[5], ARGV[1], ARGV[2])
 	return redis.call('INCR', KEYS[2])
 end
 

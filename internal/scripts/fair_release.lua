@@ -6,7 +6,7 @@
 -- KEYS[3]  queue (list of waiter tokens)
 -- KEYS[4]  queue deadlines (sorted set); a waiter served or gone is a tombstone there
 --          (gone.lua)
--- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the caller's token
 -- ARGV[2]  how long, in ms, the lock is handed over for: the new holder's first renewal
 --          (or its own acquire) re-arms the TTL; a dead waiter's hand-over expires after this
@@ -56,7 +56,7 @@ if not head then
 end
 
 redis.call('SET', KEYS[1], head, 'PX', ARGV[2])
-served(KEYS[5], head, now, ARGV[2])
+served(KEYS[5], head, ARGV[2])
 local fence = redis.call('INCR', KEYS[2])
 redis.call(ARGV[4], ARGV[3] .. head, 'grant:' .. head .. ':' .. head .. ':' .. fence .. ':1')
 return 1

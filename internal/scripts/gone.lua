@@ -3,13 +3,13 @@
 -- or keeps a wait list.
 --
 -- A token is served once. Every acquisition and every hand-over makes the token it gives
--- the lock to (a holder's token; a TimestampMutex's deadline) a tombstone in the lock's
--- :gone key, and every Extend or renewal keeps it one: it dies GONE_MS after the lease
--- would end if it were not renewed again, and a release leaves it so. A waiter's id that
--- was served, or gave up, is a tombstone for GONE_MS in its wait list's deadlines (those
--- of a FairMutex, an RWMutex's writers, a Semaphore; a FairMutex waiter's id is also its
--- holder token). A tombstone is a negative score, -(the Redis time, in ms, at which it
--- dies).
+-- the lock to (a holder's token; a TimestampMutex's deadline) a tombstone: a key of its
+-- own, the lock's tombstone prefix followed by the token (keyspace.Keys.Gone), which
+-- every Extend or renewal keeps: it expires GONE_MS after the lease would end if it were
+-- not renewed again, and a release leaves it so. A waiter's id that was served, or gave
+-- up, is a tombstone for GONE_MS in its wait list's deadlines (those of a FairMutex, an
+-- RWMutex's writers, a Semaphore; a FairMutex waiter's id is also its holder token),
+-- where a tombstone is a negative score, -(the Redis time, in ms, at which it dies).
 --
 -- An attempt of a tombstoned token or id that lands later (sent before, delivered late,
 -- or resent) takes nothing and lists nothing, unless it finds the lock still held by that
@@ -33,10 +33,12 @@
 -- redisNow() is the Redis time in ms, the clock of every tombstone and deadline.
 -- gone(deadlines, waiter, now) makes a waiter's id a tombstone for GONE_MS from now (or
 --   longer, if it was one already), and keeps deadlines at least as long.
--- served(goneKey, token, now, lease) makes a holder's token a tombstone until lease ms
---   (a number or a decimal string) and GONE_MS from now, or longer if it was one already;
---   it prunes the dead, and the key lives as long as its longest-lived tombstone.
--- wasServed(goneKey, token, now) reports whether a holder's token is a living tombstone.
+-- served(prefix, token, lease) makes a holder's token a tombstone until lease ms (a number
+--   or a decimal string) and GONE_MS from now, or longer if it was one already; prefix is
+--   the lock's tombstone prefix.
+-- serveNew(prefix, token, lease) is served() for a token known to be no tombstone (one
+--   read fewer on the uncontended path).
+-- wasServed(prefix, token) reports whether a holder's token is a tombstone.
 -- isGone(score) reports whether a ZSCORE reply is a tombstone.
 -- isListed(score) reports whether a ZSCORE reply is a live or dead entry (no tombstone).
 -- pruneGone(set, now) removes the tombstones that have died; a script prunes a wait list
@@ -60,23 +62,19 @@ local function gone(deadlines, waiter, now)
 	end
 end
 
-local function served(goneKey, token, now, lease)
-	local dies = now + tonumber(lease) + GONE_MS
-	local score = tonumber(redis.call('ZSCORE', goneKey, token))
-	if score and -score >= dies then
-		return -- a tombstone only lives longer
-	end
-	redis.call('ZADD', goneKey, -dies, token)
-	redis.call('ZREMRANGEBYSCORE', goneKey, '(' .. -now, '(0')
-	local longest = redis.call('ZRANGE', goneKey, 0, 0, 'WITHSCORES')
-	if -tonumber(longest[2]) <= dies then -- no other outlives it: the key lives as long
-		redis.call('PEXPIRE', goneKey, dies - now)
+local function served(prefix, token, lease)
+	local key, life = prefix .. token, tonumber(lease) + GONE_MS
+	if redis.call('PTTL', key) < life then -- a tombstone only lives longer
+		redis.call('SET', key, '1', 'PX', life)
 	end
 end
 
-local function wasServed(goneKey, token, now)
-	local score = tonumber(redis.call('ZSCORE', goneKey, token))
-	return score ~= nil and -score > now
+local function serveNew(prefix, token, lease)
+	redis.call('SET', prefix .. token, '1', 'PX', tonumber(lease) + GONE_MS)
+end
+
+local function wasServed(prefix, token)
+	return redis.call('EXISTS', prefix .. token) == 1
 end
 
 local function isGone(score)

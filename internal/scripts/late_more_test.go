@@ -67,7 +67,7 @@ func (r *lateRig) wantAsk(t *testing.T, me, token string) {
 }
 
 // TestLateMutexAcquire: a Mutex attempt that lands late. Every acquisition, and every
-// grant, makes the token it gives the lock to a tombstone in the lock's :gone key; an
+// grant, makes the token it gives the lock to a tombstone, a key of its own; an
 // attempt of a tombstoned token takes nothing and writes nothing, unless the key still
 // holds that token.
 func TestLateMutexAcquire(t *testing.T) {
@@ -188,7 +188,7 @@ func TestLateMutexAcquire(t *testing.T) {
 		{"after its leave, its tombstone died, free: as on time, takes it for at most its TTL", func(t *testing.T, r *lateRig) {
 			left(t, r)
 			r.rdb.Del(ctx, r.k.Lock)
-			r.tombstoneDied(t, r.k.Gone, tokenA) // the attempt is more than GONE_MS late
+			killTombstone(t, r.rdb, r.k.Gone, tokenA) // the attempt is more than GONE_MS late
 		}, land, acquired(1, 1)},
 		{"after its leave, promised to another process: gone, the promise stands", func(t *testing.T, r *lateRig) {
 			left(t, r)
@@ -519,8 +519,8 @@ func (r *lateRig) handedTo(t *testing.T, token string, fence int) {
 	receive(t, r.ps, r.k.GrantedPrefix()+token, fmt.Sprintf("grant:%s:%s:%d:1", token, token, fence))
 }
 
-// wantServed fails unless token is a tombstone in the lock's :gone key that dies GONE_MS
-// after a lease of lease from now would end (wantTombstoneFor).
+// wantServed fails unless token is a holder token's tombstone of the lock that dies
+// GONE_MS after a lease of lease from now would end (wantTombstoneFor).
 func (r *lateRig) wantServed(t *testing.T, token string, lease time.Duration) {
 	t.Helper()
 	wantTombstoneFor(t, r.rdb, r.k.Gone, token, lease)
@@ -572,8 +572,8 @@ func TestLateFairAcquire(t *testing.T) {
 			r.wantWaiterGone(t, r.k.QueueDeadlines(), tokenA)
 			if lease >= 0 {
 				r.wantServed(t, tokenA, lease)
-			} else if _, there := r.score(t, r.k.Gone, tokenA); there {
-				t.Fatal("a waiter that left without the lock is a holder's tombstone")
+			} else {
+				wantNoTombstone(t, r.rdb, r.k.Gone, tokenA) // a waiter that left without the lock
 			}
 			if holder == "" {
 				r.wantGone(t, r.k.Lock)
@@ -608,8 +608,8 @@ func TestLateFairAcquire(t *testing.T) {
 		}},
 		{"after it was granted and released, both its tombstones died, free: as on time, the lock for at most its TTL", func(t *testing.T, r *lateRig) {
 			servedAndReleased(t, r)
-			r.tombstoneDied(t, r.k.QueueDeadlines(), tokenA) // the attempt is more than the
-			r.tombstoneDied(t, r.k.Gone, tokenA)             // hand-over's length and GONE_MS late
+			r.waiterTombstoneDied(t, r.k.QueueDeadlines(), tokenA) // the attempt is more than the
+			killTombstone(t, r.rdb, r.k.Gone, tokenA)              // hand-over's length and GONE_MS late
 		}, land, func(t *testing.T, r *lateRig, reply int64) {
 			ok(t, reply, nil, 3)
 			r.wantValue(t, r.k.Lock, tokenA)
@@ -647,7 +647,7 @@ func TestLateFairAcquire(t *testing.T) {
 			r.wantLong(t, r.k.Lock)
 		}},
 		{"after its tombstone died, free: as on time, the lock for at most its TTL", func(t *testing.T, r *lateRig) {
-			r.tombstoneDied(t, r.k.QueueDeadlines(), tokenA)
+			r.waiterTombstoneDied(t, r.k.QueueDeadlines(), tokenA)
 		}, land, func(t *testing.T, r *lateRig, reply int64) {
 			ok(t, reply, nil, 1)
 			r.wantValue(t, r.k.Lock, tokenA)
@@ -657,7 +657,7 @@ func TestLateFairAcquire(t *testing.T) {
 		}},
 		{"after its tombstone died, held: as on time, queued for at most an entry's life", func(t *testing.T, r *lateRig) {
 			r.setLong(t, r.k.Lock, tokenB)
-			r.tombstoneDied(t, r.k.QueueDeadlines(), tokenA)
+			r.waiterTombstoneDied(t, r.k.QueueDeadlines(), tokenA)
 		}, land, func(t *testing.T, r *lateRig, reply int64) {
 			wantRefused(t, reply)
 			r.wantList(t, r.k.Queue(), tokenA)
@@ -783,7 +783,7 @@ func TestLateFairRelease(t *testing.T) {
 }
 
 // TestLateMutexServedOrLeftTokenNeverTakesFreeLock: a Mutex attempt of a standing request
-// whose token was served or left (a tombstone in the lock's :gone key, gone.lua), landing
+// whose token was served or left (a tombstone, a key of its own: gone.lua), landing
 // when the key is free, takes nothing: the leave, or the release of the served token's
 // hold, landed before it, so nothing would undo it, and taking it would take the process
 // out of the turns, deleting a newer request of the process.

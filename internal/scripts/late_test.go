@@ -148,12 +148,12 @@ func (r *lateRig) wantNotListed(t *testing.T, key, member string) {
 	}
 }
 
-// tombstoneDied makes member's tombstone in set one that died a moment ago (gone.lua):
-// the set as a call finds it that lands after the tombstone's life (GONE_MS for a
-// waiter's id; for a holder's token, GONE_MS after its lease would end).
-func (r *lateRig) tombstoneDied(t *testing.T, set, member string) {
+// waiterTombstoneDied makes waiter's tombstone in a wait list's deadlines one that died a
+// moment ago (gone.lua): the set as a call finds it that lands more than GONE_MS after the
+// waiter was served or left. (A holder token's tombstone dies by killTombstone.)
+func (r *lateRig) waiterTombstoneDied(t *testing.T, deadlines, waiter string) {
 	t.Helper()
-	if err := r.rdb.ZAdd(ctx, set, redis.Z{Score: -float64(r.now(t) - 1), Member: member}).Err(); err != nil {
+	if err := r.rdb.ZAdd(ctx, deadlines, redis.Z{Score: -float64(r.now(t) - 1), Member: waiter}).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -989,7 +989,7 @@ func TestLateInspectAndForceUnlock(t *testing.T) {
 			ok(t, got, err, 1)
 			v = r.read(t)
 			rdb.Del(ctx, r.k.Lock)
-			r.tombstoneDied(t, r.k.Gone, strconv.FormatInt(now+60_000, 10))
+			killTombstone(t, rdb, r.k.Gone, strconv.FormatInt(now+60_000, 10))
 			got, err = stampAcq(rdb, r.k, now+15_000, now+60_000, 45*time.Second)
 			ok(t, got, err, 2)
 		},

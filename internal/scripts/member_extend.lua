@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  the sorted set of holders (token -> lease end, Redis time in ms)
 -- KEYS[2]  a hash of token -> permits held, or the same key as KEYS[1] when there is none
--- KEYS[3]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[3]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the holder's token
 -- ARGV[2]  lease length in milliseconds, from now (Redis time): a later lease end is kept
 --          (see mutex_extend.lua for why)
@@ -26,5 +26,5 @@ for i = 1, 2 do
 		redis.call('PEXPIRE', KEYS[i], ttl)
 	end
 end
-served(KEYS[3], ARGV[1], now, ttl)
+served(KEYS[3], ARGV[1], ttl)
 return 1

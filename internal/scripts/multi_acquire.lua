@@ -6,7 +6,8 @@
 --          SET NX PX), so that a MultiMutex and a Mutex of the same name exclude each other
 -- KEYS[2]  the first name's fencing counter, a Mutex's too
 --          and so on: KEYS[2i-1] and KEYS[2i] are the i-th name's
--- KEYS[#KEYS] the first name's tombstones of the tokens served lately (gone.lua)
+-- KEYS[#KEYS] the first name's tombstone prefix: a served token's tombstone is its key
+--          (gone.lua)
 -- ARGV[1]  the new holder's token (128 random bits, hex), written to every lock key
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  the smallest token to give, 0 for none: on a Cluster, the largest token of the
@@ -39,7 +40,6 @@
 --   only grow.
 local n = (#KEYS - 1) / 2
 local goneKey = KEYS[#KEYS]
-local now = redisNow()
 local holder, left, mine = false, 0, 0
 for i = 1, n do
 	local current = redis.call('GET', KEYS[2 * i - 1])
@@ -57,7 +57,7 @@ end
 if holder then
 	return refuse(left, holder)
 end
-if mine < n and wasServed(goneKey, ARGV[1], now) then
+if mine < n and wasServed(goneKey, ARGV[1]) then
 	return goneReply()
 end
 local top = 0
@@ -84,5 +84,5 @@ for i = 1, n do
 	end
 	redis.call('SET', KEYS[2 * i], fence)
 end
-served(goneKey, ARGV[1], now, ARGV[2])
+serveNew(goneKey, ARGV[1], ARGV[2])
 return token

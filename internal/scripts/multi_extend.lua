@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  the first name's lock key
 --          and so on: KEYS[i] is the i-th name's, up to the last but one
--- KEYS[#KEYS] the first name's tombstones of the tokens served (gone.lua)
+-- KEYS[#KEYS] the first name's tombstone prefix: a served token's tombstone is its key
+--          (gone.lua)
 -- ARGV[1]  the holder's token
 -- ARGV[2]  lease length in milliseconds, counted from now (Redis time): expiries already
 --          later are kept, as in mutex_extend.lua, which says why
@@ -28,5 +29,5 @@ for i = 1, n do
 		redis.call('PEXPIRE', KEYS[i], ttl)
 	end
 end
-served(KEYS[#KEYS], ARGV[1], redisNow(), ttl)
+served(KEYS[#KEYS], ARGV[1], ttl)
 return 1

@@ -9,7 +9,8 @@
 -- KEYS[3]  turn list: the ids of the processes waiting for the lock, oldest first
 -- KEYS[4]  asks: a hash from process id to its standing request (mutex_asks.lua), which a
 --          release grants at once
--- KEYS[5]  tombstones of the tokens served or left lately (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a token served or left is a tombstone, its key
+--          (gone.lua)
 -- ARGV[1]  the new holder's token (128 random bits, hex); a waiting process keeps the same
 --          token across its attempts until it is granted
 -- ARGV[2]  lease length in milliseconds
@@ -63,23 +64,22 @@
 -- acquisition makes its token a tombstone.
 local me = ARGV[4]
 local stands = ARGV[8] == '1'
-local now = redisNow()
 
-local function take(undo)
+local function take(undo, serve)
 	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
 	local fence = redis.pcall('INCRBY', KEYS[2], ARGV[3])
 	if type(fence) == 'table' and fence.err then
 		undo()
 		return fence
 	end
-	served(KEYS[5], ARGV[1], now, ARGV[2]) -- a copy of this call that lands later takes nothing
+	serve(KEYS[5], ARGV[1], ARGV[2]) -- a copy of this call that lands later takes nothing
 	-- The process is served: its standing request, whatever its token, is done (a newer
 	-- waiter of the process asks again). An uncontended Lock has none.
 	local ask = me ~= '' and redis.call('HGET', KEYS[4], me)
 	if ask then
 		local token = parseAsk(ask)
 		if token and token ~= ARGV[1] then
-			served(KEYS[5], token, now, 0)
+			served(KEYS[5], token, 0)
 		end
 		redis.call('HDEL', KEYS[4], me)
 		redis.call('LREM', KEYS[3], 0, me)
@@ -88,14 +88,14 @@ local function take(undo)
 end
 
 -- GET fails with WRONGTYPE when the key is not a string.
-local holder = redis.call('GET', KEYS[1])
-if holder ~= ARGV[1] and wasServed(KEYS[5], ARGV[1], now) then
+if wasServed(KEYS[5], ARGV[1]) and redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return goneReply() -- served or left: a late attempt of it takes nothing
 end
-if not holder then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	return take(function() redis.call('DEL', KEYS[1]) end)
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	return take(function() redis.call('DEL', KEYS[1]) end, serveNew)
 end
+-- GET fails with WRONGTYPE when the key is not a string.
+local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] or (stands and holder == 'turn:' .. me) then
 	local left = redis.call('PTTL', KEYS[1])
 	if holder ~= ARGV[1] then
@@ -103,13 +103,13 @@ if holder == ARGV[1] or (stands and holder == 'turn:' .. me) then
 	elseif stands and left >= 0 and left < tonumber(ARGV[2]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[2])
 	end
-	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end)
+	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end, served)
 end
 if me ~= '' and stands and ARGV[5] == '1' then
 	if redis.call('HEXISTS', KEYS[4], me) == 0 then
 		redis.call('RPUSH', KEYS[3], me)
 	end
-	local expires = now + tonumber(ARGV[7])
+	local expires = redisNow() + tonumber(ARGV[7])
 	redis.call('HSET', KEYS[4], me, formatAsk(ARGV[1], ARGV[2], ARGV[3], expires))
 	redis.call('PEXPIRE', KEYS[3], ARGV[6])
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])

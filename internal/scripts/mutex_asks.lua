@@ -5,7 +5,7 @@
 -- "token ttl reserve expires": the token it asks with, the lease a grant sets, the fencing
 -- tokens to reserve, and when the request dies (Redis time, ms) unless the next attempt
 -- refreshes it. A request that was served (granted, or taken with its token) or left is a
--- tombstone in the lock's :gone key (gone.lua), so that an attempt of it that lands late
+-- tombstone (gone.lua), so that an attempt of it that lands late
 -- neither lists the process nor earns a grant no one waits for.
 --
 -- formatAsk(token, ttl, reserve, expires) is a standing request as the hash holds it.

@@ -1,7 +1,7 @@
 -- mutex_extend: compare-and-expire; used by renewal and Lease.Extend.
 --
 -- KEYS[1]  lock key
--- KEYS[2]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[2]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the holder's token
 -- ARGV[2]  lease length in milliseconds, counted from now (Redis time): an expiry already
 --          later is kept
@@ -31,5 +31,5 @@ local left = redis.call('PTTL', KEYS[1])
 if left >= 0 and left < ttl then
 	redis.call('PEXPIRE', KEYS[1], ttl)
 end
-served(KEYS[2], ARGV[1], redisNow(), ttl)
+served(KEYS[2], ARGV[1], ttl)
 return 1

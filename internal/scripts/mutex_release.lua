@@ -5,7 +5,8 @@
 -- KEYS[2]  turn list: the ids of the processes waiting, oldest first (see mutex_acquire.lua)
 -- KEYS[3]  fencing counter
 -- KEYS[4]  asks: the standing requests of the waiting processes
--- KEYS[5]  tombstones of the tokens served or left (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a token served or left is a tombstone, its key
+--          (gone.lua)
 -- ARGV[1]  the holder's token (release), or the token of the leaving process's standing
 --          request, possibly empty (leave)
 -- ARGV[2]  the channel that waiters listen on
@@ -54,8 +55,7 @@ if ARGV[6] == 'leave' then
 	-- request with another token is a newer waiter of the same process, which joined
 	-- after this one left: it keeps its place, and the turn if it has it.
 	if ARGV[1] ~= '' then
-		local now = redisNow()
-		served(KEYS[5], ARGV[1], now, 0)
+		served(KEYS[5], ARGV[1], 0)
 	end
 	local ask = redis.call('HGET', KEYS[4], me)
 	if ask and string.sub(ask, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then

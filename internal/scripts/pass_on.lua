@@ -39,7 +39,7 @@ local function passOn(lock, turns, fence, asks, goneKey, channel, publish, turnL
 			local counter = redis.pcall('INCRBY', fence, reserve)
 			if type(counter) == 'number' then
 				local lease = math.min(tonumber(ttl), tonumber(grantLength))
-				served(goneKey, token, now, lease) -- granted: a late attempt of it takes nothing
+				served(goneKey, token, lease) -- granted: a late attempt of it takes nothing
 				redis.call('HDEL', asks, next)
 				redis.call('SET', lock, token, 'PX', lease)
 				redis.call(publish, channel, 'grant:' .. next .. ':' .. token .. ':' .. counter .. ':' .. reserve)

@@ -8,7 +8,7 @@
 -- KEYS[4]  waiting writers: a sorted set, writer id -> the Redis time (ms) its wait entry
 --          dies unless refreshed; a negative score is a tombstone (gone.lua) of a writer
 --          served or gone, which keeps no reader out
--- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the reader's token
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  a downgrading writer's token ('' for none): a writer may take the read lock
@@ -39,7 +39,7 @@ if redis.call('ZSCORE', KEYS[3], ARGV[1]) then
 	-- A retried request whose reply was lost.
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-if wasServed(KEYS[5], ARGV[1], now) then
+if wasServed(KEYS[5], ARGV[1]) then
 	return goneReply()
 end
 local writer = redis.call('GET', KEYS[1])
@@ -53,7 +53,7 @@ if not (ARGV[3] ~= '' and writer == ARGV[3]) then
 end
 local ttl = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
-served(KEYS[5], ARGV[1], now, ttl) -- a copy of this call that lands later takes nothing
+serveNew(KEYS[5], ARGV[1], ttl) -- a copy of this call that lands later takes nothing
 if redis.call('PTTL', KEYS[3]) < ttl then
 	redis.call('PEXPIRE', KEYS[3], ttl)
 end

@@ -6,7 +6,7 @@
 -- KEYS[4]  waiting writers (sorted set: writer id -> wait entry deadline, Redis time in ms);
 --          a writer served or gone is a tombstone there (gone.lua), which keeps no reader
 --          out
--- KEYS[5]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[5]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the writer's token for this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  the writer's id while it waits (stable across its attempts)
@@ -48,12 +48,12 @@ if writer == ARGV[1] then
 	-- extended since); lengthening it again would let copies add up.
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
-if isGone(redis.call('ZSCORE', KEYS[4], ARGV[3])) or wasServed(KEYS[5], ARGV[1], now) then
+if isGone(redis.call('ZSCORE', KEYS[4], ARGV[3])) or wasServed(KEYS[5], ARGV[1]) then
 	return goneReply()
 end
 if not writer and redis.call('ZCARD', KEYS[3]) == 0 then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	served(KEYS[5], ARGV[1], now, ARGV[2]) -- a copy of this call that lands later takes nothing
+	serveNew(KEYS[5], ARGV[1], ARGV[2]) -- a copy of this call that lands later takes nothing
 	if ARGV[6] == '1' then
 		gone(KEYS[4], ARGV[3], now) -- served: an earlier attempt of its, landing late, finds it gone
 	else

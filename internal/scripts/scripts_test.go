@@ -67,7 +67,7 @@ func mutexExtendKeys(k keyspace.Keys) []string {
 }
 
 // The KEYS of the acquire scripts of the kinds with a wait list, and their release
-// scripts' (the same); the last is the lock's :gone key (gone.lua).
+// scripts' (the same); the last is the lock's tombstone prefix (gone.lua).
 
 func fairKeys(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Fence, k.Queue(), k.QueueDeadlines(), k.Gone}
@@ -93,7 +93,7 @@ func holderKeys(k keyspace.Keys) []string {
 }
 
 // memberExtendKeys are member_extend's KEYS: member_release's (readerKeys or holderKeys
-// of k), then the lock's tombstones.
+// of k), then the lock's tombstone prefix.
 func memberExtendKeys(members []string, k keyspace.Keys) []string {
 	return append(members[:len(members):len(members)], k.Gone)
 }
@@ -166,22 +166,124 @@ func wantRefusal(t *testing.T, reply int64, max time.Duration, holder string) {
 // holder token's outlives the lease it was last served or extended for.
 const goneLife = 10 * time.Second
 
-// tombstoneSlack is how much earlier than the test computes it a tombstone may die: the
-// script read the Redis time a moment before the test did.
+// tombstoneSlack is how much a tombstone's life may differ from what the test computes: a
+// script set it a moment before the test read it.
 const tombstoneSlack = time.Second
 
-// tombstoneLeft reads member's tombstone (gone.lua) in set: how long it lives from now
-// (Redis time), and the set's PTTL, read before now (the set dies at or after now+pttl).
-func tombstoneLeft(t *testing.T, rdb *redis.Client, set, member string) (left, pttl time.Duration) {
+// agedLife is what an aged holder token's tombstone has left (ageTombstone): that of a
+// hold served about its lease and GONE_MS ago, with no Extend since.
+const agedLife = 500 * time.Millisecond
+
+// tombstoneKey is the key that makes token a holder token's tombstone (gone.lua): the
+// lock's tombstone prefix (keyspace.Keys.Gone) followed by the token (a TimestampMutex's:
+// its deadline).
+func tombstoneKey(prefix, token string) string { return prefix + token }
+
+// goneSet is the sorted set the lock's holder tombstones were once members of: the prefix
+// without its last ':'. No script writes it any more.
+func goneSet(prefix string) string { return strings.TrimSuffix(prefix, ":") }
+
+// tombstones are the keys of the lock's holder token tombstones (every key under prefix).
+func tombstones(t *testing.T, rdb *redis.Client, prefix string) []string {
 	t.Helper()
-	score, err := rdb.ZScore(ctx, set, member).Result()
+	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(prefix) + "*"
+	var out []string
+	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantTombstoneFor fails unless token is a holder token's tombstone (gone.lua), the
+// string key tombstoneKey(prefix, token) holding "1", that expires GONE_MS after a lease
+// of lease from now would end (give or take tombstoneSlack): it was served, or last
+// extended, for lease, just now, or longer ago for a longer lease. Nothing of it is kept
+// elsewhere: the lock has no goneSet.
+func wantTombstoneFor(t *testing.T, rdb *redis.Client, prefix, token string, lease time.Duration) {
+	t.Helper()
+	key := tombstoneKey(prefix, token)
+	if typ := rdb.Type(ctx, key).Val(); typ != "string" {
+		t.Fatalf("%s is a %s, want a tombstone (a string key)", key, typ)
+	}
+	if v := rdb.Get(ctx, key).Val(); v != "1" {
+		t.Fatalf("%s = %q, want \"1\"", key, v)
+	}
+	left := rdb.PTTL(ctx, key).Val()
+	want := lease + goneLife
+	if left < want-tombstoneSlack || left > want+tombstoneSlack {
+		t.Fatalf("%s dies in %v, want %v (a lease of %v, then GONE_MS)", key, left, want, lease)
+	}
+	wantNoGoneSet(t, rdb, prefix)
+}
+
+// wantNoGoneSet fails if the lock keeps its tombstones anywhere but in their own keys: if
+// its goneSet, or a key named prefix alone, exists.
+func wantNoGoneSet(t *testing.T, rdb *redis.Client, prefix string) {
+	t.Helper()
+	if n := rdb.Exists(ctx, goneSet(prefix), prefix).Val(); n != 0 {
+		t.Fatalf("%s or %s exists (%s, %s), want tombstones only as keys of their own", goneSet(prefix), prefix,
+			rdb.Type(ctx, goneSet(prefix)).Val(), rdb.Type(ctx, prefix).Val())
+	}
+}
+
+// wantNoTombstone fails if token is a holder token's tombstone.
+func wantNoTombstone(t *testing.T, rdb *redis.Client, prefix, token string) {
+	t.Helper()
+	if key := tombstoneKey(prefix, token); rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatalf("%s exists (PTTL %v), want no tombstone of %s", key, rdb.PTTL(ctx, key).Val(), token)
+	}
+}
+
+// wantNoTombstones fails if the lock has any holder token's tombstone, or a goneSet.
+func wantNoTombstones(t *testing.T, rdb *redis.Client, prefix string) {
+	t.Helper()
+	if keys := tombstones(t, rdb, prefix); len(keys) != 0 {
+		t.Fatalf("tombstones %v, want none", keys)
+	}
+	wantNoGoneSet(t, rdb, prefix)
+}
+
+// ageTombstone makes token's tombstone, which must live, one that dies in agedLife: that
+// of a hold served about its lease and GONE_MS ago, with no Extend since.
+func ageTombstone(t *testing.T, rdb *redis.Client, prefix, token string) {
+	t.Helper()
+	key := tombstoneKey(prefix, token)
+	if ok, err := rdb.PExpire(ctx, key, agedLife).Result(); err != nil || !ok {
+		t.Fatalf("PEXPIRE %s: %v, %v; want a tombstone aged", key, ok, err)
+	}
+	if left := rdb.PTTL(ctx, key).Val(); left <= 0 || left > agedLife {
+		t.Fatalf("the aged tombstone %s dies in %v, want in (0, %v]", key, left, agedLife)
+	}
+}
+
+// killTombstone makes token's tombstone, which must live, one that died a moment ago: the
+// lock as a call finds it that lands more than GONE_MS after the lease of the token's
+// last serving would have ended.
+func killTombstone(t *testing.T, rdb *redis.Client, prefix, token string) {
+	t.Helper()
+	key := tombstoneKey(prefix, token)
+	if n, err := rdb.Del(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL %s: %d, %v; want a tombstone killed", key, n, err)
+	}
+}
+
+// tombstoneLeft reads waiter's tombstone (gone.lua) in a wait list's deadlines: how long
+// it lives from now (Redis time), and the set's PTTL, read before now (the set dies at or
+// after now+pttl).
+func tombstoneLeft(t *testing.T, rdb *redis.Client, deadlines, waiter string) (left, pttl time.Duration) {
+	t.Helper()
+	score, err := rdb.ZScore(ctx, deadlines, waiter).Result()
 	if err != nil {
-		t.Fatalf("ZSCORE %s %s: %v, want a tombstone", set, member, err)
+		t.Fatalf("ZSCORE %s %s: %v, want a tombstone", deadlines, waiter, err)
 	}
 	if score >= 0 {
-		t.Fatalf("%s %s = %v: listed, want a tombstone (a negative score)", set, member, score)
+		t.Fatalf("%s %s = %v: listed, want a tombstone (a negative score)", deadlines, waiter, score)
 	}
-	pttl = rdb.PTTL(ctx, set).Val()
+	pttl = rdb.PTTL(ctx, deadlines).Val()
 	now, err := rdb.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -189,39 +291,18 @@ func tombstoneLeft(t *testing.T, rdb *redis.Client, set, member string) (left, p
 	return time.Duration(-int64(score)-now.UnixMilli()) * time.Millisecond, pttl
 }
 
-// wantCovered fails unless set, with PTTL pttl, lives at least as long as a tombstone
-// with left to live. Slack: a script's PEXPIRE counts from the script's start, its
-// tombstone from its TIME.
-func wantCovered(t *testing.T, set string, pttl, left time.Duration) {
-	t.Helper()
-	if pttl < left-100*time.Millisecond {
-		t.Fatalf("%s PTTL = %v: dies before its tombstone (in %v)", set, pttl, left)
-	}
-}
-
-// wantTombstoneFor fails unless token is a holder token's tombstone in the lock's :gone
-// key (gone.lua) that dies GONE_MS after a lease of lease from now would end (give or
-// take tombstoneSlack): it was served, or last extended, for lease, just now, or longer
-// ago for a longer lease. The key lives at least as long.
-func wantTombstoneFor(t *testing.T, rdb *redis.Client, goneKey, token string, lease time.Duration) {
-	t.Helper()
-	left, pttl := tombstoneLeft(t, rdb, goneKey, token)
-	want := lease + goneLife
-	if left < want-tombstoneSlack || left > want+tombstoneSlack {
-		t.Fatalf("%s %s dies in %v, want %v (a lease of %v, then GONE_MS)", goneKey, token, left, want, lease)
-	}
-	wantCovered(t, goneKey, pttl, left)
-}
-
 // wantWaiterTombstone fails unless waiter is a waiter id's tombstone in its wait list's
-// deadlines that dies within GONE_MS of now, and deadlines lives at least as long.
+// deadlines that dies within GONE_MS of now, and deadlines lives at least as long (slack:
+// a script's PEXPIRE counts from the script's start, its tombstone from its TIME).
 func wantWaiterTombstone(t *testing.T, rdb *redis.Client, deadlines, waiter string) {
 	t.Helper()
 	left, pttl := tombstoneLeft(t, rdb, deadlines, waiter)
 	if left <= 0 || left > goneLife {
 		t.Fatalf("%s %s dies in %v, want in (0, %v]", deadlines, waiter, left, goneLife)
 	}
-	wantCovered(t, deadlines, pttl, left)
+	if pttl < left-100*time.Millisecond {
+		t.Fatalf("%s PTTL = %v: dies before its tombstone (in %v)", deadlines, pttl, left)
+	}
 }
 
 // zscore reads a member's score through a script, which works on every Scripter.
@@ -309,7 +390,7 @@ func TestHeaders(t *testing.T) {
 		case "mutex_asks":
 			header = []string{"-- formatAsk(token, ttl, reserve, expires) is", "-- parseAsk(ask) returns"}
 		case "gone":
-			header = []string{"-- gone(deadlines, waiter, now)", "-- served(goneKey, token, now, lease)", "-- wasServed(goneKey, token, now)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
+			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, goneKey, channel, publish, turnLength, grantLength)"}
 		}

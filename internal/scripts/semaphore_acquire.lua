@@ -7,7 +7,7 @@
 -- KEYS[4]  queue: a list of waiter ids in arrival order
 -- KEYS[5]  queue deadlines: a sorted set, waiter id -> Redis time (ms) its entry dies; a
 --          waiter served or gone is a tombstone there (gone.lua)
--- KEYS[6]  the lock's tombstones of the tokens it served (gone.lua)
+-- KEYS[6]  the lock's tombstone prefix: a served token's tombstone is its key (gone.lua)
 -- ARGV[1]  the holder token of this attempt
 -- ARGV[2]  lease length in milliseconds
 -- ARGV[3]  size: the permits that exist
@@ -55,7 +55,7 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 end
 
 pruneGone(KEYS[5], now)
-if isGone(redis.call('ZSCORE', KEYS[5], ARGV[5])) or wasServed(KEYS[6], ARGV[1], now) then
+if isGone(redis.call('ZSCORE', KEYS[5], ARGV[5])) or wasServed(KEYS[6], ARGV[1]) then
 	return goneReply()
 end
 
@@ -84,7 +84,7 @@ if used + n <= size and (not head or head == ARGV[5]) then
 			redis.call('PEXPIRE', key, ttl)
 		end
 	end
-	served(KEYS[6], ARGV[1], now, ttl) -- a copy of this call that lands later takes nothing
+	serveNew(KEYS[6], ARGV[1], ttl) -- a copy of this call that lands later takes nothing
 	if ARGV[7] ~= '1' then
 		gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
 	end

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -13,10 +14,11 @@ import (
 )
 
 // A token is served once (gone.lua): every acquisition and hand-over makes the token it
-// gives the lock to a tombstone in the lock's :gone key, which dies GONE_MS after the lease
-// would end; every Extend keeps it so, and the end of the hold (a release, or the lease
-// lost) leaves it. These tests take a hold of every kind through that life, in the rig of
-// late_test.go; the hold's token is tokenA (a TimestampMutex's: its deadline).
+// gives the lock to a tombstone, a key of its own (tombstoneKey), which expires GONE_MS
+// after the lease would end; every Extend keeps it so, and the end of the hold (a release,
+// or the lease lost) leaves it. These tests take a hold of every kind through that life,
+// in the rig of late_test.go; the hold's token is tokenA (a TimestampMutex's: its
+// deadline).
 
 // servedRig is the lock of one case: its names' keys (a second name, of the same slot, for
 // a MultiMutex) and the hold's TimestampMutex deadlines.
@@ -47,11 +49,11 @@ type servedKind struct {
 	extend  func(s *servedRig, ttl time.Duration) (int64, error) // the hold's Extend (or renewal) to ttl
 	holds   func(s *servedRig) bool                              // whether the lock holds the hold's token
 	left    func(t *testing.T, s *servedRig) time.Duration       // how long the hold has left (its longest-lived name)
-	token   func(s *servedRig) string                            // the hold's token in :gone; nil: tokenA
+	token   func(s *servedRig) string                            // the hold's tombstone's token; nil: tokenA
 	waiter  func(s *servedRig) (set, id string)                  // where the hold's waiter id is a tombstone; nil: none
 }
 
-// tokenOf is the hold's token, as the lock's :gone key names it.
+// tokenOf is the hold's token, as its tombstone's key names it.
 func (kind servedKind) tokenOf(s *servedRig) string {
 	if kind.token == nil {
 		return tokenA
@@ -332,7 +334,7 @@ func runServedEnds(t *testing.T, rdb *redis.Client, name string, test func(t *te
 }
 
 // served gives the hold the lock, and checks that it holds it, its token a tombstone for
-// the lease it was given.
+// the lease it was given, kept as a key of its own only.
 func (kind servedKind) served(t *testing.T, s *servedRig) {
 	t.Helper()
 	kind.serve(t, s)
@@ -340,6 +342,30 @@ func (kind servedKind) served(t *testing.T, s *servedRig) {
 		t.Fatal("the lock is not the hold's")
 	}
 	s.wantServed(t, kind.tokenOf(s), kind.lease)
+	s.wantOnlyTombstoneKeys(t)
+}
+
+// wantOnlyTombstoneKeys fails unless the rig's lock keeps its holder tokens' tombstones
+// only as keys of their own (gone.lua): no goneSet, and every key under its tombstone
+// prefix a string "1" that expires. Its second name (a MultiMutex's, whose first name
+// keeps the hold's tombstone) has none.
+func (s *servedRig) wantOnlyTombstoneKeys(t *testing.T) {
+	t.Helper()
+	wantNoGoneSet(t, s.rdb, s.k.Gone)
+	for _, key := range tombstones(t, s.rdb, s.k.Gone) {
+		if typ := s.rdb.Type(ctx, key).Val(); typ != "string" {
+			t.Fatalf("%s is a %s, want a tombstone (a string key)", key, typ)
+		}
+		if v := s.rdb.Get(ctx, key).Val(); v != "1" {
+			t.Fatalf("%s = %q, want \"1\"", key, v)
+		}
+		if pttl := s.rdb.PTTL(ctx, key).Val(); pttl <= 0 {
+			t.Fatalf("%s PTTL = %v, want an expiry", key, pttl)
+		}
+	}
+	for _, k := range s.ks[1:] {
+		wantNoTombstones(t, s.rdb, k.Gone)
+	}
 }
 
 // extended runs the hold's Extend to ttl, which must find the hold.
@@ -359,16 +385,11 @@ func (kind servedKind) ended(t *testing.T, s *servedRig, end servedEnd) {
 }
 
 // servedLongAgo makes the hold's tombstones those of a hold acquired long ago (about
-// lease+GONE_MS ago, for a lease as the acquisition's): its token's dies in half a second,
-// and its waiter id's (GONE_MS from its serving) died and was pruned.
+// lease+GONE_MS ago, for a lease as the acquisition's): its token's dies in agedLife, and
+// its waiter id's (GONE_MS from its serving) died and was pruned.
 func (kind servedKind) servedLongAgo(t *testing.T, s *servedRig) {
 	t.Helper()
-	if err := s.rdb.ZAdd(ctx, s.k.Gone, redis.Z{Score: -float64(s.now(t) + 500), Member: kind.tokenOf(s)}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if left, _ := tombstoneLeft(t, s.rdb, s.k.Gone, kind.tokenOf(s)); left > 500*time.Millisecond {
-		t.Fatalf("the aged tombstone dies in %v", left)
-	}
+	ageTombstone(t, s.rdb, s.k.Gone, kind.tokenOf(s))
 	if kind.waiter != nil {
 		set, id := kind.waiter(s)
 		if err := s.rdb.ZRem(ctx, set, id).Err(); err != nil {
@@ -377,9 +398,10 @@ func (kind servedKind) servedLongAgo(t *testing.T, s *servedRig) {
 	}
 }
 
-// companions are every key of a lock that a script of any kind writes.
+// companions are every key of a lock that a script of any kind writes, but its holder
+// tokens' tombstones (see tombstones), and its goneSet, which no script may write.
 func companions(k keyspace.Keys) []string {
-	return []string{k.Lock, k.Fence, k.Turns, k.Asks, k.Gone, k.Queue(), k.QueueDeadlines(), k.Readers(), k.Writers(), k.Permits()}
+	return []string{k.Lock, k.Fence, k.Turns, k.Asks, goneSet(k.Gone), k.Queue(), k.QueueDeadlines(), k.Readers(), k.Writers(), k.Permits()}
 }
 
 // keyState is a key's contents (type and value) and its PTTL.
@@ -388,12 +410,13 @@ type keyState struct {
 	pttl  time.Duration
 }
 
-// snapshot reads every key of the rig's names.
+// snapshot reads every key of the rig's names: the companions, and every tombstone there
+// is.
 func (s *servedRig) snapshot(t *testing.T) map[string]keyState {
 	t.Helper()
 	out := map[string]keyState{}
 	for _, k := range s.ks {
-		for _, key := range companions(k) {
+		for _, key := range append(companions(k), tombstones(t, s.rdb, k.Gone)...) {
 			typ, err := s.rdb.Type(ctx, key).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -422,11 +445,20 @@ func (s *servedRig) snapshot(t *testing.T) map[string]keyState {
 }
 
 // unchanged fails unless every key of the rig's names holds what it held at before, and
-// expires no later.
+// expires no later: no tombstone came or went.
 func (s *servedRig) unchanged(t *testing.T, before map[string]keyState, what string) {
 	t.Helper()
-	for key, now := range s.snapshot(t) {
-		was := before[key]
+	after := s.snapshot(t)
+	for key, was := range before {
+		if _, there := after[key]; !there {
+			t.Fatalf("%s removed %s (was %s)", what, key, was.value)
+		}
+	}
+	for key, now := range after {
+		was, there := before[key]
+		if !there {
+			t.Fatalf("%s created %s: %s, PTTL %v", what, key, now.value, now.pttl)
+		}
 		if now.value != was.value {
 			t.Fatalf("%s wrote %s: %s, was %s", what, key, now.value, was.value)
 		}
@@ -450,7 +482,8 @@ func TestExtendKeepsServedTokenTombstone(t *testing.T) {
 		kind.extended(t, s, time.Second)          // a shorter renewal, landing late
 		s.wantServed(t, kind.tokenOf(s), lateTTL) // not shortened
 		kind.extended(t, s, time.Hour)
-		s.wantServed(t, kind.tokenOf(s), time.Hour) // and the :gone key lives as long
+		s.wantServed(t, kind.tokenOf(s), time.Hour)
+		s.wantOnlyTombstoneKeys(t)
 	})
 }
 
@@ -483,12 +516,13 @@ func TestLateAcquireThenExtendNeverRevivesEndedHold(t *testing.T) {
 		if kind.holds(s) {
 			t.Fatal("the ended hold is back")
 		}
+		s.wantServed(t, kind.tokenOf(s), lateTTL) // as the end left it
+		s.wantOnlyTombstoneKeys(t)
 	})
 }
 
 // TestEndLeavesServedTokenTombstone: for every kind, the end of a hold extended to an hour
-// (released, or its lease lost) leaves its token's tombstone as the Extend made it, and
-// the :gone key as long.
+// (released, or its lease lost) leaves its token's tombstone as the Extend made it.
 func TestEndLeavesServedTokenTombstone(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
@@ -497,7 +531,7 @@ func TestEndLeavesServedTokenTombstone(t *testing.T) {
 		kind.extended(t, s, time.Hour)
 		kind.ended(t, s, end)
 		s.wantServed(t, kind.tokenOf(s), time.Hour)
-		wantGoneKeyLife(t, s.rdb, s.k.Gone, time.Hour+goneLife)
+		s.wantOnlyTombstoneKeys(t)
 	})
 }
 
@@ -512,10 +546,10 @@ func TestLateAcquireAfterTombstoneDied(t *testing.T) {
 		kind.served(t, s)
 		kind.extended(t, s, lateTTL)
 		kind.ended(t, s, end)
-		s.tombstoneDied(t, s.k.Gone, kind.tokenOf(s))
+		killTombstone(t, s.rdb, s.k.Gone, kind.tokenOf(s))
 		if kind.waiter != nil {
 			set, id := kind.waiter(s)
-			s.tombstoneDied(t, set, id)
+			s.waiterTombstoneDied(t, set, id)
 		}
 
 		got, err := kind.attempt(s)
@@ -529,66 +563,87 @@ func TestLateAcquireAfterTombstoneDied(t *testing.T) {
 			t.Fatalf("the late acquisition holds the lock for %v, want (0, %v]: its own TTL at most", left, lateTTL)
 		}
 		s.wantServed(t, kind.tokenOf(s), lateTTL)
+		s.wantOnlyTombstoneKeys(t)
 	})
 }
 
-// wantGoneKeyLife fails unless goneKey's PTTL is life, give or take tombstoneSlack: as
-// long as its longest-lived tombstone, never shortened by a shorter one.
-func wantGoneKeyLife(t *testing.T, rdb *redis.Client, goneKey string, life time.Duration) {
-	t.Helper()
-	if pttl := rdb.PTTL(ctx, goneKey).Val(); pttl < life-tombstoneSlack || pttl > life+tombstoneSlack {
-		t.Fatalf("%s PTTL = %v, want %v (its longest-lived tombstone's)", goneKey, pttl, life)
-	}
-}
-
-// TestGoneKeyLivesAsLongAsItsLongestTombstone: served() keeps the :gone key exactly as
-// long as its longest-lived tombstone: a token served for a short lease after one served
-// for a long lease neither shortens the key nor the other's tombstone, and the dead are
-// pruned.
-func TestGoneKeyLivesAsLongAsItsLongestTombstone(t *testing.T) {
+// TestEachTombstoneHasItsOwnExpiry: served() makes each token's tombstone a key of its own,
+// with its own expiry, GONE_MS after the lease it was served for: serving another token,
+// for a shorter lease or a longer one, touches no other's; serving a token again for a
+// shorter lease never shortens its own, a longer one lengthens it; a leave (no lease)
+// gives GONE_MS. Nothing else is kept.
+func TestEachTombstoneHasItsOwnExpiry(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	k := keys(t, "gone:longest")
-	const tokenD, tokenE = "dddddddddddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+	k := keys(t, "gone:own")
+	const tokenD = "dddddddddddddddddddddddddddddddd"
+	// kept fails unless token's tombstone has about what it had, was: not renewed, not
+	// shortened.
+	kept := func(t *testing.T, token string, was time.Duration) {
+		t.Helper()
+		key := tombstoneKey(k.Gone, token)
+		if left := rdb.PTTL(ctx, key).Val(); left > was || left < was-tombstoneSlack {
+			t.Fatalf("%s PTTL = %v, was %v: changed", key, left, was)
+		}
+	}
+	pttl := func(token string) time.Duration { return rdb.PTTL(ctx, tombstoneKey(k.Gone, token)).Val() }
 
 	got, err := acquire(rdb, k, tokenA, time.Hour)
 	must(t, got, err, 1)
 	got, err = release(rdb, k, tokenA, "")
 	must(t, got, err, 1)
-	wantTombstoneFor(t, rdb, k.Gone, tokenA, time.Hour) // a release does not shorten it
-	wantGoneKeyLife(t, rdb, k.Gone, time.Hour+goneLife)
+	wantTombstoneFor(t, rdb, k.Gone, tokenA, time.Hour) // a release leaves it
+	a := pttl(tokenA)
 
 	got, err = acquire(rdb, k, tokenB, time.Second) // a short lease, served after the long one
 	must(t, got, err, 2)
 	wantTombstoneFor(t, rdb, k.Gone, tokenB, time.Second)
-	wantTombstoneFor(t, rdb, k.Gone, tokenA, time.Hour)
-	wantGoneKeyLife(t, rdb, k.Gone, time.Hour+goneLife) // not shortened
+	kept(t, tokenA, a) // untouched
 	got, err = release(rdb, k, tokenB, "")
 	must(t, got, err, 1)
+	wantTombstoneFor(t, rdb, k.Gone, tokenB, time.Second)
+	b := pttl(tokenB)
 
 	got, err = leaveTurns(rdb, k, "p1", tokenC) // a leave: served for no lease
 	must(t, got, err, 0)
 	wantTombstoneFor(t, rdb, k.Gone, tokenC, 0)
-	wantGoneKeyLife(t, rdb, k.Gone, time.Hour+goneLife)
+	kept(t, tokenA, a)
+	kept(t, tokenB, b)
 
-	got, err = acquire(rdb, k, tokenD, 2*time.Hour) // a longer one: the key lives as long
+	got, err = leaveTurns(rdb, k, "p1", tokenA) // a late leave of the long lease's token
+	must(t, got, err, 0)
+	kept(t, tokenA, a) // not shortened to GONE_MS
+
+	got, err = acquire(rdb, k, tokenD, time.Minute)
 	must(t, got, err, 3)
+	wantTombstoneFor(t, rdb, k.Gone, tokenD, time.Minute)
+	d := pttl(tokenD)
+	got, err = extend(rdb, k, tokenD, time.Second) // served again, for a shorter lease
+	must(t, got, err, 1)
+	kept(t, tokenD, d)                             // not shortened
+	got, err = extend(rdb, k, tokenD, 2*time.Hour) // a longer one: lengthened
+	must(t, got, err, 1)
 	wantTombstoneFor(t, rdb, k.Gone, tokenD, 2*time.Hour)
-	wantGoneKeyLife(t, rdb, k.Gone, 2*time.Hour+goneLife)
+	kept(t, tokenA, a) // the others untouched
+	kept(t, tokenB, b)
+	wantTombstoneFor(t, rdb, k.Gone, tokenC, 0)
 
-	// A tombstone that died is pruned by the next serving; the living stay.
-	now := rdb.Time(ctx).Val().UnixMilli()
-	rdb.ZAdd(ctx, k.Gone, redis.Z{Score: -float64(now - 1), Member: "dead"})
-	must(t, 1, rdb.Del(ctx, k.Lock).Err(), 1)
-	got, err = acquire(rdb, k, tokenE, time.Minute)
-	must(t, got, err, 4)
-	if err := rdb.ZScore(ctx, k.Gone, "dead").Err(); err != redis.Nil {
-		t.Fatalf("ZSCORE of a dead tombstone: %v, want it pruned", err)
+	// Each lives by its own expiry, and nothing else is kept: a tombstone that died takes
+	// no other with it.
+	want := []string{tombstoneKey(k.Gone, tokenA), tombstoneKey(k.Gone, tokenB), tombstoneKey(k.Gone, tokenC), tombstoneKey(k.Gone, tokenD)}
+	if got := tombstones(t, rdb, k.Gone); !sameKeys(got, want) {
+		t.Fatalf("tombstones %v, want %v", got, want)
 	}
-	for token, lease := range map[string]time.Duration{tokenA: time.Hour, tokenB: time.Second, tokenC: 0, tokenD: 2 * time.Hour, tokenE: time.Minute} {
-		wantTombstoneFor(t, rdb, k.Gone, token, lease)
-	}
-	wantGoneKeyLife(t, rdb, k.Gone, 2*time.Hour+goneLife)
+	killTombstone(t, rdb, k.Gone, tokenB)
+	kept(t, tokenA, a)
+	wantTombstoneFor(t, rdb, k.Gone, tokenC, 0)
+	wantTombstoneFor(t, rdb, k.Gone, tokenD, 2*time.Hour)
+	wantNoGoneSet(t, rdb, k.Gone)
+}
+
+// sameKeys reports whether got and want name the same keys, in any order.
+func sameKeys(got, want []string) bool {
+	return fmt.Sprint(slices.Sorted(slices.Values(got))) == fmt.Sprint(slices.Sorted(slices.Values(want)))
 }
 
 // TestLateMutexLeaveNeverShortensTombstone: a Mutex leave serves its request's token for
@@ -612,5 +667,4 @@ func TestLateMutexLeaveNeverShortensTombstone(t *testing.T) {
 	got, err = r.mutexLeave("p1", tokenA) // p1's leave, landing late
 	must(t, got, err, 0)
 	r.wantServed(t, tokenA, time.Hour)
-	wantGoneKeyLife(t, rdb, r.k.Gone, time.Hour+goneLife)
 }

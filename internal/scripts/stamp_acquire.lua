@@ -14,8 +14,8 @@
 --          the other clients neither set nor need (see timestamp.go)
 -- KEYS[2]  fencing counter: an integer that only grows, with no expiry; the protocol's
 --          other clients know nothing of it
--- KEYS[3]  tombstones of the deadlines served lately (gone.lua); the protocol's other
---          clients know nothing of it either
+-- KEYS[3]  the lock's tombstone prefix: a deadline that took the lock is a tombstone, its
+--          key (gone.lua); the protocol's other clients know nothing of it either
 -- ARGV[1]  the caller's clock, unix milliseconds: the protocol compares deadlines with
 --          each client's own clock, not with Redis TIME
 -- ARGV[2]  the new deadline: ARGV[1] plus the lease length
@@ -57,8 +57,6 @@ local function deadlineOf(value)
 	return deadline
 end
 
-local redisTime = redisNow()
-
 local function take(undo)
 	-- A script that fails half-way keeps its writes: undo the SET if the counter is broken.
 	local fence = redis.pcall('INCR', KEYS[2])
@@ -66,19 +64,18 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	served(KEYS[3], ARGV[2], redisTime, ARGV[3]) -- a copy of this call that lands later takes nothing
+	serveNew(KEYS[3], ARGV[2], ARGV[3]) -- a copy of this call that lands later takes nothing
 	return fence
 end
 
--- GET fails with WRONGTYPE when the key is not a string.
-local holder = redis.call('GET', KEYS[1])
-if holder ~= ARGV[2] and wasServed(KEYS[3], ARGV[2], redisTime) then
+if wasServed(KEYS[3], ARGV[2]) and redis.call('GET', KEYS[1]) ~= ARGV[2] then
 	return goneReply()
 end
-if not holder then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
 	return take(function() redis.call('DEL', KEYS[1]) end)
 end
+-- GET fails with WRONGTYPE when the key is not a string.
+local holder = redis.call('GET', KEYS[1])
 local deadline, why = deadlineOf(holder)
 if not deadline then
 	local shown = string.gsub(string.sub(holder, 1, 40), '[^%w%p ]', '?')

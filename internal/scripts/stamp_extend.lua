@@ -2,7 +2,8 @@
 -- Lease.Extend.
 --
 -- KEYS[1]  lock key (see stamp_acquire.lua)
--- KEYS[2]  the lock's tombstones of the deadlines it served (gone.lua)
+-- KEYS[2]  the lock's tombstone prefix: a deadline that took the lock is a tombstone, its
+--          key (gone.lua)
 -- ARGV[1]  the new deadline, unix milliseconds by the holder's clock
 -- ARGV[2]  the new lease length in milliseconds: the key's expiry, counted from now
 -- ARGV[3]  the deadline this hold's acquisition wrote: the hold's identity in KEYS[2]
@@ -24,7 +25,7 @@ if not owned(holder, 4) then
 	return 0
 end
 local ttl = tonumber(ARGV[2])
-served(KEYS[2], ARGV[3], redisNow(), ttl)
+served(KEYS[2], ARGV[3], ttl)
 local left = redis.call('PTTL', KEYS[1])
 if left > ttl then
 	ttl = left

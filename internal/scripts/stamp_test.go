@@ -35,7 +35,7 @@ func stampExtendKeys(k keyspace.Keys) []string {
 }
 
 // runStampExtend runs stamp_extend on k as a hold whose acquisition wrote acquired (its
-// identity in k.Gone, which the call serves again) and that may find a deadline of owned
+// tombstone's token, which the call serves again) and that may find a deadline of owned
 // in the key: writing deadline, for a lease of ttl.
 func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, acquired int64, owned ...int64) (int64, error) {
 	args := []any{deadline, ttl.Milliseconds(), acquired}
@@ -134,9 +134,7 @@ func stampAcquireHeld(t *testing.T, rdb *redis.Client, now time.Time) {
 	if rdb.Exists(ctx, k.Fence).Val() != 0 {
 		t.Fatal("a refused acquire raised the fence")
 	}
-	if rdb.Exists(ctx, k.Gone).Val() != 0 {
-		t.Fatal("a refused acquire made its deadline a tombstone")
-	}
+	wantNoTombstones(t, rdb, k.Gone) // a refused acquire serves no deadline
 }
 
 // stampAcquirePassed: passed deadline is taken over.
@@ -177,9 +175,7 @@ func stampAcquireBrokenFence(t *testing.T, rdb *redis.Client, now time.Time) {
 	if v, pttl := getInt(t, rdb, k.Lock), rdb.PTTL(ctx, k.Lock).Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
 		t.Fatalf("key holds %d with PTTL %v after an undone takeover, want %d with its expiry", v, pttl, old)
 	}
-	if rdb.Exists(ctx, k.Gone).Val() != 0 {
-		t.Fatal("an undone take made its deadline a tombstone")
-	}
+	wantNoTombstones(t, rdb, k.Gone) // an undone take serves no deadline
 }
 
 // stampAcquireNotDeadline: a value that is not a deadline is an error and is left alone.
@@ -230,9 +226,7 @@ func TestStampExtend(t *testing.T) {
 	if v := getInt(t, rdb, lock); v != d0 {
 		t.Fatalf("a refused extend changed the deadline to %d", v)
 	}
-	if rdb.Exists(ctx, k.Gone).Val() != 0 {
-		t.Fatal("a refused extend made tombstones")
-	}
+	wantNoTombstones(t, rdb, k.Gone) // a refused extend serves no deadline
 
 	got, err = runStampExtend(rdb, k, d2, 30*time.Second, d0, d1, d0) // any of its own counts
 	must(t, got, err, 1)
@@ -269,12 +263,12 @@ func TestStampExtend(t *testing.T) {
 	wantWrongType(t, err)
 }
 
-// TestStampAcquisitionServedByEveryExtend: a TimestampMutex hold's identity in the lock's
-// :gone key is the deadline its acquisition wrote (da). The hold stops owning da once the
-// key can no longer hold it (twice the lease after it was written), yet every extend names
-// it (ARGV[3]) and keeps its tombstone until the lease's end and GONE_MS, however long ago
-// the hold acquired. So once the hold is released, a copy of its acquisition landing late
-// is refused as gone and writes nothing, and a late Extend to an hour, among whose owned
+// TestStampAcquisitionServedByEveryExtend: a TimestampMutex hold's tombstone is that of the
+// deadline its acquisition wrote (da). The hold stops owning da once the key can no longer
+// hold it (twice the lease after it was written), yet every extend names it (ARGV[3]) and
+// keeps its tombstone until the lease's end and GONE_MS, however long ago the hold
+// acquired. So once the hold is released, a copy of its acquisition landing late is
+// refused as gone and writes nothing, and a late Extend to an hour, among whose owned
 // deadlines da is, finds nothing of the hold's.
 func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
 	t.Parallel()
@@ -282,14 +276,6 @@ func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
 	s := newServedRig(t, rdb, "stamp-served")
 	da := s.deadline
 	str := func(d int64) string { return strconv.FormatInt(d, 10) }
-	// aged makes da's tombstone die in half a second: what it would be, with no extend to
-	// keep it, a lease and GONE_MS after it was last served.
-	aged := func(t *testing.T) {
-		t.Helper()
-		if err := rdb.ZAdd(ctx, s.k.Gone, redis.Z{Score: -float64(s.now(t) + 500), Member: str(da)}).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	got, err := stampAcq(rdb, s.k, s.clock, da, lateTTL)
 	must(t, got, err, 1)
@@ -306,7 +292,7 @@ func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
 		{d2, lateTTL, []int64{d1}},
 		{d3, 2 * time.Minute, []int64{d1, d2}},
 	} {
-		aged(t)
+		ageTombstone(t, rdb, s.k.Gone, str(da)) // what it would be, with no extend to keep it
 		got, err = runStampExtend(rdb, s.k, ext.deadline, ext.ttl, da, ext.owned...)
 		must(t, got, err, 1)
 		s.wantValue(t, s.k.Lock, str(ext.deadline))
@@ -385,7 +371,8 @@ func FuzzStampDeadline(f *testing.F) {
 	k := keys(f, "stamp:fuzz")
 	f.Fuzz(func(t *testing.T, value string) {
 		rdb.Set(ctx, k.Lock, value, 0)
-		defer rdb.Del(ctx, k.Lock, k.Fence, k.Gone) // each value on a lock of its own: no tombstone of the last
+		// Each value on a lock of its own: no tombstone of the last's deadline.
+		defer rdb.Del(ctx, k.Lock, k.Fence, tombstoneKey(k.Gone, strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)))
 		got, err := runStampAcquire(rdb, k, now, time.Minute)
 		d, perr := strconv.ParseInt(value, 10, 64)
 		isDeadline := deadlineForm.MatchString(value) && perr == nil && d >= 1e11
