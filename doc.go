@@ -153,8 +153,8 @@
 // lock key may hold "turn:" and the id of the process it is promised to. Every kind
 // remembers each token it served by a key, {prefix+name}:gone:<token>, that lives until
 // the token's lease ends and 10 seconds more, so that a copy of an acquisition delivered
-// late takes nothing. All
-// share one Redis Cluster hash slot. A TimestampMutex uses the same lock key and fencing
-// counter; its lock key holds the holder's deadline in unix milliseconds. A MultiMutex
-// uses the lock key and fencing counter of a Mutex of each of its names.
+// late takes nothing. All share one Redis Cluster hash slot. A TimestampMutex uses the
+// same lock key and fencing counter; its lock key holds the holder's deadline in unix
+// milliseconds. A MultiMutex uses the lock key and fencing counter of a Mutex of each of
+// its names.
 package dlock

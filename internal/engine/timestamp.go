@@ -81,14 +81,16 @@ type stampScheme struct{}
 
 func (stampScheme) kind() string { return KindTimestamp }
 
-func (stampScheme) newToken(t *Target) any { return &stamp{book: &t.c.stamps, key: t.keys.Lock} }
+func (stampScheme) newToken(t *Target) any {
+	return &stamp{book: &t.c.stamps, key: t.keys.Lock, id: newToken()}
+}
 
 func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
 	now := time.Now()
 	deadline, _ := token.(*stamp).write(now, t.cfg.TTL)
 	call.Script = scripts.StampAcquire
 	call.Keys = []string{t.keys.Lock, t.keys.Fence, t.keys.Gone}
-	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg}
+	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg, token.(*stamp).id}
 }
 
 // wrapError marks the error of an attempt that found a key holding no deadline, so that
@@ -112,7 +114,7 @@ func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	deadline, owned := s.write(time.Now(), time.Duration(length)*time.Millisecond)
 	call.Script = scripts.StampExtend
 	call.Keys, call.KeyArgs = t.extendKeys, t.extendKeyArgs
-	call.Args = append([]any{deadline, ttl, s.acquired()}, owned...)
+	call.Args = append([]any{deadline, ttl, s.id}, owned...)
 }
 
 func (stampScheme) leave(*Target, *request, *batch.Call) bool { return false }
@@ -143,9 +145,12 @@ func (stampScheme) policy() policy {
 type stamp struct {
 	book *stampBook // the Client's, which keeps the deadlines of its holds apart; nil: none
 	key  string     // the lock key, in book
+	// id names the attempt's tombstone (gone.lua), which every renewal of its hold keeps:
+	// deadlines are not unique across clients, so a tombstone named after one would
+	// refuse another client's acquisition that happened to write the same number.
+	id string
 
 	mu      sync.Mutex
-	first   any       // guarded by mu: the acquisition's deadline, the hold's identity in the lock's :gone key (gone.lua), which every renewal keeps
 	written []stamped // guarded by mu: oldest first
 	final   bool      // guarded by mu: a release took the deadlines owned; none is added
 }
@@ -180,17 +185,7 @@ func (s *stamp) write(now time.Time, ttl time.Duration) (deadline any, owned []a
 		s.written = append(s.written[:0], s.written[1:]...)
 	}
 	s.written = append(s.written, stamped{deadline: value, forget: forget})
-	if s.first == nil {
-		s.first = value
-	}
 	return value, owned
-}
-
-// acquired returns the deadline the acquisition wrote.
-func (s *stamp) acquired() any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.first
 }
 
 // owned returns the deadlines the key may hold, oldest first.

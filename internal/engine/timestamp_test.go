@@ -153,23 +153,3 @@ func TestStampBookForgets(t *testing.T) {
 		t.Fatalf("key k still has %v after its deadline's two lease lengths", claims)
 	}
 }
-
-// TestStampKeepsItsAcquisition: a hold's identity in the lock's :gone key is the deadline
-// its acquisition wrote, and every renewal sends it (stamp_extend.lua serves it), also
-// once the hold no longer owns it: else its tombstone would die long before the lease
-// ends, and a copy of the acquisition delivered after the release could take the key.
-func TestStampKeepsItsAcquisition(t *testing.T) {
-	t0 := time.Now()
-	var s stamp
-	first, _ := s.write(t0, time.Second)
-	for i := 1; i <= 10; i++ {
-		s.write(t0.Add(time.Duration(i)*time.Second), time.Second)
-	}
-	_, owned := s.write(t0.Add(11*time.Second), time.Second)
-	if slices.Contains(owned, first) {
-		t.Fatalf("the acquisition's deadline %v is still owned 11 leases later: the test shows nothing", first)
-	}
-	if got := s.acquired(); got != first {
-		t.Errorf("acquired() = %v after the hold forgot it, want the acquisition's deadline %v", got, first)
-	}
-}

@@ -6,21 +6,23 @@ import "testing"
 func TestCompanionOf(t *testing.T) {
 	t.Parallel()
 	for key, want := range map[string]string{ // the companion's slot tag and suffix; "" for a lock key
-		"dlock:orders:42":                    "",
-		"{dlock:orders:42}:fence":            "{dlock:orders:42} :fence",
-		"{dlock:x}:queue:deadlines":          "{dlock:x} :queue:deadlines",
-		"{dlock:x}:readers":                  "{dlock:x} :readers",
-		"dlock:{o}:42:permits":               "dlock:{o}:42 :permits",
-		"{dlock:x}:granted:0123abcd":         "{dlock:x} :granted:",
-		"{dlock:a:granted:b}:granted:tok":    "{dlock:a:granted:b} :granted:",
-		"{dlock:x}:gone:0123abcd":            "{dlock:x} :gone:",
-		"dlock:{o}:42:gone:1795861648563":    "dlock:{o}:42 :gone:", // a TimestampMutex deadline's
-		"dlock:job:gone:x":                   "",
-		"dlock:job:readers":                  "", // a lock named "job:readers"
-		"dlock:job:granted:x":                "",
-		"{dlock:x}y:readers":                 "{dlock:x}y :readers",
-		"dlock:weird}:fence":                 "",
-		"dlock:{o}:42:queue:deadlines:fence": "dlock:{o}:42:queue:deadlines :fence",
+		"dlock:orders:42":                                    "",
+		"{dlock:orders:42}:fence":                            "{dlock:orders:42} :fence",
+		"{dlock:x}:queue:deadlines":                          "{dlock:x} :queue:deadlines",
+		"{dlock:x}:readers":                                  "{dlock:x} :readers",
+		"dlock:{o}:42:permits":                               "dlock:{o}:42 :permits",
+		"{dlock:x}:granted:0123abcd":                         "{dlock:x} :granted:",
+		"{dlock:a:granted:b}:granted:tok":                    "{dlock:a:granted:b} :granted:",
+		"{dlock:x}:gone:0123456789abcdef0123456789abcdef":    "{dlock:x} :gone:",
+		"dlock:{o}:42:gone:0123456789abcdef0123456789abcdef": "dlock:{o}:42 :gone:",
+		"dlock:{orders}:gone:archive":                        "", // a lock named "{orders}:gone:archive"
+		"{dlock:x}:gone:0123456789ABCDEF0123456789ABCDEF":    "", // not a token dlock makes
+		"dlock:job:gone:x":                                   "",
+		"dlock:job:readers":                                  "", // a lock named "job:readers"
+		"dlock:job:granted:x":                                "",
+		"{dlock:x}y:readers":                                 "{dlock:x}y :readers",
+		"dlock:weird}:fence":                                 "",
+		"dlock:{o}:42:queue:deadlines:fence":                 "dlock:{o}:42:queue:deadlines :fence",
 	} {
 		tag, suffix, ok := CompanionOf(key)
 		got := ""

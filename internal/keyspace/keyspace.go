@@ -16,9 +16,10 @@ type Keys struct {
 	Channel string // where releases are published
 	Turns   string // Mutex: the processes waiting, oldest first
 	Asks    string // Mutex: the standing requests of the waiting processes
-	// Gone is the prefix of the lock's tombstones: a token the lock was given to (a
-	// TimestampMutex's deadline) is remembered, until its lease's end and 10 s more, by
-	// the key Gone+token, so that a late copy of its acquisition takes nothing (gone.lua).
+	// Gone is the prefix of the lock's tombstones: a token the lock was given to (for a
+	// TimestampMutex, the id of the attempt that took it) is remembered, until its lease's
+	// end and 10 s more, by the key Gone+token, so that a late copy of its acquisition
+	// takes nothing (gone.lua).
 	Gone string
 	Tag  string // a prefix that hashes to the lock key's slot: every companion extends it
 }

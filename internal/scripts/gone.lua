@@ -3,10 +3,11 @@
 -- or keeps a wait list.
 --
 -- A token is served once. Every acquisition and every hand-over makes the token it gives
--- the lock to (a holder's token; a TimestampMutex's deadline) a tombstone: a key of its
--- own, the lock's tombstone prefix followed by the token (keyspace.Keys.Gone), which
--- every Extend or renewal keeps: it expires GONE_MS after the lease would end if it were
--- not renewed again, and a release leaves it so. A waiter's id that was served, or gave
+-- the lock to (a holder's token; for a TimestampMutex, the id of the attempt that took
+-- it, since deadlines are not unique across clients) a tombstone: a key of its own, the
+-- lock's tombstone prefix followed by the token (keyspace.Keys.Gone), which every Extend
+-- or renewal keeps: it expires GONE_MS after the lease would end if it were not renewed
+-- again, and a release leaves it so. A waiter's id that was served, or gave
 -- up, is a tombstone for GONE_MS in its wait list's deadlines (those of a FairMutex, an
 -- RWMutex's writers, a Semaphore; a FairMutex waiter's id is also its holder token),
 -- where a tombstone is a negative score, -(the Redis time, in ms, at which it dies).
@@ -36,8 +37,8 @@
 -- served(prefix, token, lease) makes a holder's token a tombstone until lease ms (a number
 --   or a decimal string) and GONE_MS from now, or longer if it was one already; prefix is
 --   the lock's tombstone prefix.
--- serveNew(prefix, token, lease) is served() for a token known to be no tombstone (one
---   read fewer on the uncontended path).
+-- serveNew(prefix, token, lease, value) is served() for a token known to be no tombstone
+--   (one read fewer on the uncontended path); the tombstone holds value, "1" if nil.
 -- wasServed(prefix, token) reports whether a holder's token is a tombstone.
 -- isGone(score) reports whether a ZSCORE reply is a tombstone.
 -- isListed(score) reports whether a ZSCORE reply is a live or dead entry (no tombstone).
@@ -64,13 +65,16 @@ end
 
 local function served(prefix, token, lease)
 	local key, life = prefix .. token, tonumber(lease) + GONE_MS
-	if redis.call('PTTL', key) < life then -- a tombstone only lives longer
+	local left = redis.call('PTTL', key)
+	if left == -2 then
 		redis.call('SET', key, '1', 'PX', life)
+	elseif left < life then -- a tombstone only lives longer, and keeps its value
+		redis.call('PEXPIRE', key, life)
 	end
 end
 
-local function serveNew(prefix, token, lease)
-	redis.call('SET', prefix .. token, '1', 'PX', tonumber(lease) + GONE_MS)
+local function serveNew(prefix, token, lease, value)
+	redis.call('SET', prefix .. token, value or '1', 'PX', tonumber(lease) + GONE_MS)
 end
 
 local function wasServed(prefix, token)

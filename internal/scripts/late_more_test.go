@@ -417,8 +417,8 @@ func TestLateMultiExtend(t *testing.T) {
 }
 
 // TestLateStampExtend: a TimestampMutex renewal or Extend that lands late. The hold
-// acquired with deadline d0 (the late call's ARGV[3]); the late call writes d1 and knows
-// the deadlines owned.
+// acquired with deadline d0 as the attempt tokenA (the late call's ARGV[3]); the late
+// call writes d1 and knows the deadlines owned.
 func TestLateStampExtend(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
@@ -432,7 +432,7 @@ func TestLateStampExtend(t *testing.T) {
 		k := keys(t, "late:stampext:1")
 		d2 := time.Now().UnixMilli() + otherLong.Milliseconds() // Extend(1h), sent after
 		rdb.Set(ctx, k.Lock, str(d2), otherLong)
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0)
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, str(d2))
 		r.wantLong(t, k.Lock)
@@ -441,7 +441,7 @@ func TestLateStampExtend(t *testing.T) {
 		k := keys(t, "late:stampext:2")
 		d2 := time.Now().UnixMilli() + otherLong.Milliseconds()
 		rdb.Set(ctx, k.Lock, str(d2), otherLong)
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0, d2)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0, d2)
 		must(t, got, err, 1)
 		r.wantValue(t, k.Lock, str(d2))
 		r.wantLong(t, k.Lock)
@@ -449,14 +449,14 @@ func TestLateStampExtend(t *testing.T) {
 	t.Run("its own earlier deadline, a shorter expiry: lengthened to at most its TTL", func(t *testing.T) {
 		k := keys(t, "late:stampext:3")
 		rdb.Set(ctx, k.Lock, str(d0), grantLength)
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0)
 		must(t, got, err, 1)
 		r.wantValue(t, k.Lock, str(d1))
 		r.wantPTTL(t, k.Lock, grantLength+time.Millisecond, lateTTL)
 	})
 	t.Run("after the release: changes nothing", func(t *testing.T) {
 		k := keys(t, "late:stampext:4")
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0)
 		must(t, got, err, 0)
 		r.wantGone(t, k.Lock)
 	})
@@ -464,7 +464,7 @@ func TestLateStampExtend(t *testing.T) {
 		k := keys(t, "late:stampext:5")
 		theirs := str(time.Now().UnixMilli() + 30_000)
 		rdb.Set(ctx, k.Lock, theirs, 0) // GETSET drops the expiry
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0)
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, theirs)
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl != -1 {
@@ -475,7 +475,7 @@ func TestLateStampExtend(t *testing.T) {
 		k := keys(t, "late:stampext:6")
 		theirs := str(time.Now().UnixMilli() + otherLong.Milliseconds())
 		rdb.Set(ctx, k.Lock, theirs, otherLong)
-		got, err := runStampExtend(rdb, k, d1, lateTTL, d0, d0)
+		got, err := runStampExtend(rdb, k, d1, lateTTL, tokenA, d0)
 		must(t, got, err, 0)
 		r.wantValue(t, k.Lock, theirs)
 		r.wantLong(t, k.Lock)

@@ -51,8 +51,10 @@
 --   time: it may take a free lock for at most ARGV[2] (the client undoes a fresh token's
 --   attempt; a standing request's is taken by the process's next attempt, or left), or
 --   the turn promised to its process if it stands (only a standing request, which its
---   process still makes, takes a turn); acquiring, it takes its process off the turns, as
---   every acquisition does (a newer waiter of the process asks again, from the back);
+--   process still makes, takes a turn); acquiring, it takes its process off the turns and
+--   ends its standing request, as every acquisition of the process does (a waiter of the
+--   process that still waits asks again, from the back: a loss of place, never of a
+--   lease);
 --   refused, it stands for at most ARGV[7], and an attempt that does not stand never
 --   stands.
 -- The turn list and the asks change together: a process is listed exactly when it has a

@@ -176,7 +176,7 @@ const agedLife = 500 * time.Millisecond
 
 // tombstoneKey is the key that makes token a holder token's tombstone (gone.lua): the
 // lock's tombstone prefix (keyspace.Keys.Gone) followed by the token (a TimestampMutex's:
-// its deadline).
+// the id of the attempt that acquired).
 func tombstoneKey(prefix, token string) string { return prefix + token }
 
 // goneSet is the sorted set the lock's holder tombstones were once members of: the prefix
@@ -198,8 +198,18 @@ func tombstones(t *testing.T, rdb *redis.Client, prefix string) []string {
 	return out
 }
 
+// wantTombstoneValue fails unless v, the value of the tombstone key, is "1" or a fencing
+// token (a positive integer: a TimestampMutex attempt's, stamp_acquire.lua).
+func wantTombstoneValue(t *testing.T, key, v string) {
+	t.Helper()
+	if n, err := strconv.ParseUint(v, 10, 64); err != nil || n == 0 {
+		t.Fatalf("%s = %q, want \"1\" or a fencing token", key, v)
+	}
+}
+
 // wantTombstoneFor fails unless token is a holder token's tombstone (gone.lua), the
-// string key tombstoneKey(prefix, token) holding "1", that expires GONE_MS after a lease
+// string key tombstoneKey(prefix, token) holding "1" (a TimestampMutex attempt's: the
+// fencing token it took, wantTombstoneValue), that expires GONE_MS after a lease
 // of lease from now would end (give or take tombstoneSlack): it was served, or last
 // extended, for lease, just now, or longer ago for a longer lease. Nothing of it is kept
 // elsewhere: the lock has no goneSet.
@@ -209,9 +219,7 @@ func wantTombstoneFor(t *testing.T, rdb *redis.Client, prefix, token string, lea
 	if typ := rdb.Type(ctx, key).Val(); typ != "string" {
 		t.Fatalf("%s is a %s, want a tombstone (a string key)", key, typ)
 	}
-	if v := rdb.Get(ctx, key).Val(); v != "1" {
-		t.Fatalf("%s = %q, want \"1\"", key, v)
-	}
+	wantTombstoneValue(t, key, rdb.Get(ctx, key).Val())
 	left := rdb.PTTL(ctx, key).Val()
 	want := lease + goneLife
 	if left < want-tombstoneSlack || left > want+tombstoneSlack {
@@ -390,7 +398,7 @@ func TestHeaders(t *testing.T) {
 		case "mutex_asks":
 			header = []string{"-- formatAsk(token, ttl, reserve, expires) is", "-- parseAsk(ask) returns"}
 		case "gone":
-			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
+			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease, value)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, goneKey, channel, publish, turnLength, grantLength)"}
 		}

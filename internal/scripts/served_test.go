@@ -17,8 +17,8 @@ import (
 // gives the lock to a tombstone, a key of its own (tombstoneKey), which expires GONE_MS
 // after the lease would end; every Extend keeps it so, and the end of the hold (a release,
 // or the lease lost) leaves it. These tests take a hold of every kind through that life,
-// in the rig of late_test.go; the hold's token is tokenA (a TimestampMutex's: its
-// deadline).
+// in the rig of late_test.go; the hold's token is tokenA (a TimestampMutex's: the id of
+// the attempt that acquired it).
 
 // servedRig is the lock of one case: its names' keys (a second name, of the same slot, for
 // a MultiMutex) and the hold's TimestampMutex deadlines.
@@ -26,7 +26,7 @@ type servedRig struct {
 	*lateRig
 	ks       []keyspace.Keys
 	clock    int64 // the TimestampMutex hold's clock when it acquired, unix ms
-	deadline int64 // the deadline it acquired with: its token
+	deadline int64 // the deadline it acquired with (its token is its attempt's id, tokenA)
 	extended int64 // the deadline its Extends write
 }
 
@@ -290,24 +290,23 @@ func servedKinds() []servedKind {
 		name:  "stamp_acquire",
 		lease: lateTTL,
 		serve: func(t *testing.T, s *servedRig) {
-			got, err := stampAcq(s.rdb, s.k, s.clock, s.deadline, lateTTL)
+			got, err := stampAcq(s.rdb, s.k, tokenA, s.clock, s.deadline, lateTTL)
 			acquired(t, got, err)
 		},
-		attempt: func(s *servedRig) (int64, error) { return stampAcq(s.rdb, s.k, s.clock, s.deadline, lateTTL) },
+		attempt: func(s *servedRig) (int64, error) { return stampAcq(s.rdb, s.k, tokenA, s.clock, s.deadline, lateTTL) },
 		release: func(t *testing.T, s *servedRig) {
 			got, err := runStampRelease(s.rdb, s.k, "PUBLISH", s.deadline, s.extended)
 			released(t, got, err)
 		},
 		lose: delLock,
 		extend: func(s *servedRig, ttl time.Duration) (int64, error) {
-			return runStampExtend(s.rdb, s.k, s.extended, ttl, s.deadline, s.deadline, s.extended)
+			return runStampExtend(s.rdb, s.k, s.extended, ttl, tokenA, s.deadline, s.extended)
 		},
 		holds: func(s *servedRig) bool {
 			v := s.rdb.Get(ctx, s.k.Lock).Val()
 			return v == str(s.deadline) || v == str(s.extended)
 		},
-		left:  keyLeft,
-		token: func(s *servedRig) string { return str(s.deadline) },
+		left: keyLeft,
 	}}
 }
 
@@ -356,9 +355,7 @@ func (s *servedRig) wantOnlyTombstoneKeys(t *testing.T) {
 		if typ := s.rdb.Type(ctx, key).Val(); typ != "string" {
 			t.Fatalf("%s is a %s, want a tombstone (a string key)", key, typ)
 		}
-		if v := s.rdb.Get(ctx, key).Val(); v != "1" {
-			t.Fatalf("%s = %q, want \"1\"", key, v)
-		}
+		wantTombstoneValue(t, key, s.rdb.Get(ctx, key).Val())
 		if pttl := s.rdb.PTTL(ctx, key).Val(); pttl <= 0 {
 			t.Fatalf("%s PTTL = %v, want an expiry", key, pttl)
 		}

@@ -14,33 +14,37 @@
 --          the other clients neither set nor need (see timestamp.go)
 -- KEYS[2]  fencing counter: an integer that only grows, with no expiry; the protocol's
 --          other clients know nothing of it
--- KEYS[3]  the lock's tombstone prefix: a deadline that took the lock is a tombstone, its
+-- KEYS[3]  the lock's tombstone prefix: an attempt that took the lock is a tombstone, its
 --          key (gone.lua); the protocol's other clients know nothing of it either
 -- ARGV[1]  the caller's clock, unix milliseconds: the protocol compares deadlines with
 --          each client's own clock, not with Redis TIME
 -- ARGV[2]  the new deadline: ARGV[1] plus the lease length
 -- ARGV[3]  the lease length in milliseconds
+-- ARGV[4]  the attempt's id (128 random bits, hex), which names its tombstone (holding the
+--          fencing token it took): deadlines are not unique across clients
 --
 -- Reply: an integer.
---   > 0  acquired; the value is the fencing counter after this acquisition (INCR)
+--   > 0  acquired; the value is the fencing counter after this acquisition (INCR), or, for
+--        a copy of this very call that took the key already (a resend whose first reply
+--        was lost), that acquisition's, if no acquisition raised the counter since
 --   <= 0 refused (refusal.lua): how long until the holder's deadline passes by the
 --        caller's clock, or until the key expires if that is sooner; and the holder's tag.
---        Or goneReply() (gone.lua): the deadline ARGV[2] took the lock before, and the key
---        no longer holds it; nothing changed
+--        Or goneReply() (gone.lua): a copy of this call took the lock before, and the key
+--        no longer holds its deadline; nothing changed
 -- Errors: NOTSTAMP when the key holds a string that is not a unix-ms deadline (nothing is
 --   written); WRONGTYPE when it holds another type; the INCR error when the fencing
 --   counter is not an integer (the lock key is then left as it was).
--- Late: the token is a fresh stamp: the deadline ARGV[2], made from the caller's clock when
---   it sent the call (ARGV[1]), and never given twice by one process (timestamp.go). A
---   late landing judges the holder's deadline by that earlier clock, so it takes over no
---   key the call would not have taken on time. A copy that lands after the call itself
---   took the key finds its own deadline, not yet passed, and refuses, writing nothing;
---   one that lands after that hold ended finds its deadline a tombstone (every
---   acquisition makes its deadline one) and changes nothing, so an Extend of the hold
---   landing later finds nothing of its own to lengthen. Otherwise (no copy took the key),
---   on a free key it sets its deadline, with an expiry of ARGV[3] from its landing: it
---   holds a free lock until its own TTL ends at worst (the undo sent before it found
---   nothing to undo).
+-- Late: the attempt's deadline ARGV[2] is made from the caller's clock when it sent the
+--   call (ARGV[1]), never given twice by one process (timestamp.go), and its id ARGV[4] is
+--   fresh. A late landing judges the holder's deadline by that earlier clock, so it takes
+--   over no key the call would not have taken on time. A copy that lands after the call
+--   itself took the key finds its own deadline there and its id a tombstone, and succeeds
+--   writing nothing; one that lands after that hold ended finds its id a tombstone (every
+--   acquisition makes it one, and every renewal keeps it) and changes nothing, so an
+--   Extend of the hold landing later finds nothing of its own to lengthen. Otherwise (no
+--   copy took the key), on a free key it sets its deadline, with an expiry of ARGV[3]
+--   from its landing: it holds a free lock until its own TTL ends at worst (the undo sent
+--   before it found nothing to undo).
 --
 -- A deadline is at most 15 decimal digits (exact in Lua's numbers) and at least 10^11: a
 -- smaller number is a deadline in seconds, which the classic recipe on redis.io writes,
@@ -64,11 +68,19 @@ local function take(undo)
 		undo()
 		return fence
 	end
-	serveNew(KEYS[3], ARGV[2], ARGV[3]) -- a copy of this call that lands later takes nothing
+	-- A copy of this call that lands later takes nothing; one that finds the key still
+	-- this acquisition's, the counter where it left it, succeeds.
+	serveNew(KEYS[3], ARGV[4], ARGV[3], fence)
 	return fence
 end
 
-if wasServed(KEYS[3], ARGV[2]) and redis.call('GET', KEYS[1]) ~= ARGV[2] then
+local took = redis.call('GET', KEYS[3] .. ARGV[4]) -- the fence a copy of this call took
+if took then
+	-- The same deadline with another fence is another client's acquisition (deadlines are
+	-- not unique): only a key that nothing took since is this call's.
+	if redis.call('GET', KEYS[1]) == ARGV[2] and redis.call('GET', KEYS[2]) == took then
+		return tonumber(took)
+	end
 	return goneReply()
 end
 if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then

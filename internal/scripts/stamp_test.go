@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,15 +19,22 @@ func stampAcquireKeys(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Fence, k.Gone}
 }
 
-// stampAcq runs stamp_acquire as a client whose clock reads clock, writing deadline with
-// an expiry of ttl.
-func stampAcq(rdb redis.Scripter, k keyspace.Keys, clock, deadline int64, ttl time.Duration) (int64, error) {
-	return StampAcquire.Run(ctx, rdb, stampAcquireKeys(k), clock, deadline, ttl.Milliseconds()).Int64()
+// stampID is a TimestampMutex attempt's id as the engine makes them (32 lowercase hex
+// digits), the n-th of a test: a fresh attempt has a fresh id; every copy of one attempt
+// (a resend, a copy landing late) has the same.
+func stampID(n int) string { return fmt.Sprintf("%032x", n) }
+
+// stampAcq runs stamp_acquire as the attempt id (its tombstone's name) of a client whose
+// clock reads clock, writing deadline with an expiry of ttl. It alone knows the ARGV
+// layout.
+func stampAcq(rdb redis.Scripter, k keyspace.Keys, id string, clock, deadline int64, ttl time.Duration) (int64, error) {
+	return StampAcquire.Run(ctx, rdb, stampAcquireKeys(k), clock, deadline, ttl.Milliseconds(), id).Int64()
 }
 
-// runStampAcquire runs stamp_acquire as a client whose clock reads now, for a lease of ttl.
-func runStampAcquire(rdb redis.Scripter, k keyspace.Keys, now time.Time, ttl time.Duration) (int64, error) {
-	return stampAcq(rdb, k, now.UnixMilli(), now.Add(ttl).UnixMilli(), ttl)
+// runStampAcquire runs stamp_acquire as the attempt id of a client whose clock reads now,
+// for a lease of ttl.
+func runStampAcquire(rdb redis.Scripter, k keyspace.Keys, id string, now time.Time, ttl time.Duration) (int64, error) {
+	return stampAcq(rdb, k, id, now.UnixMilli(), now.Add(ttl).UnixMilli(), ttl)
 }
 
 // stampExtendKeys are stamp_extend's KEYS, as the engine gives them (timestamp.go).
@@ -34,11 +42,11 @@ func stampExtendKeys(k keyspace.Keys) []string {
 	return []string{k.Lock, k.Gone}
 }
 
-// runStampExtend runs stamp_extend on k as a hold whose acquisition wrote acquired (its
-// tombstone's token, which the call serves again) and that may find a deadline of owned
-// in the key: writing deadline, for a lease of ttl.
-func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, acquired int64, owned ...int64) (int64, error) {
-	args := []any{deadline, ttl.Milliseconds(), acquired}
+// runStampExtend runs stamp_extend on k as a hold acquired by the attempt id (its
+// tombstone's name, which the call serves again) and that may find a deadline of owned in
+// the key: writing deadline, for a lease of ttl. It alone knows the ARGV layout.
+func runStampExtend(rdb redis.Scripter, k keyspace.Keys, deadline int64, ttl time.Duration, id string, owned ...int64) (int64, error) {
+	args := []any{deadline, ttl.Milliseconds(), id}
 	for _, o := range owned {
 		args = append(args, o)
 	}
@@ -90,14 +98,15 @@ func TestStampAcquire(t *testing.T) {
 	}
 }
 
-// stampAcquireFree: free key takes the deadline, an expiry and a fence; the deadline, a
-// token served once, is a tombstone then, and a copy of that call takes nothing.
+// stampAcquireFree: free key takes the deadline, an expiry and a fence; the attempt's id,
+// a token served once, is a tombstone then, and a copy of that call takes nothing once
+// its hold ended.
 func stampAcquireFree(t *testing.T, rdb *redis.Client, now time.Time) {
 	k := keys(t, "stamp:free")
 	for want := int64(1); want <= 2; want++ {
 		clock := now.Add(time.Duration(want) * time.Millisecond) // a fresh deadline for each hold
 		deadline := clock.Add(time.Minute).UnixMilli()
-		got, err := runStampAcquire(rdb, k, clock, time.Minute)
+		got, err := runStampAcquire(rdb, k, stampID(int(want)), clock, time.Minute)
 		must(t, got, err, want)
 		if v := getInt(t, rdb, k.Lock); v != deadline {
 			t.Fatalf("key holds %d, want the deadline %d", v, deadline)
@@ -105,10 +114,10 @@ func stampAcquireFree(t *testing.T, rdb *redis.Client, now time.Time) {
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 59*time.Second || pttl > time.Minute {
 			t.Fatalf("PTTL = %v, want about the lease length", pttl)
 		}
-		wantTombstoneFor(t, rdb, k.Gone, strconv.FormatInt(deadline, 10), time.Minute)
+		wantTombstoneFor(t, rdb, k.Gone, stampID(int(want)), time.Minute)
 		rdb.Del(ctx, k.Lock)
 	}
-	got, err := runStampAcquire(rdb, k, now.Add(time.Millisecond), time.Minute) // the first hold's call again
+	got, err := runStampAcquire(rdb, k, stampID(1), now.Add(time.Millisecond), time.Minute) // the first hold's call again
 	if err != nil || !Gone(got) {
 		t.Fatalf("a copy of a call whose hold ended = %d, %v; want the gone reply", got, err)
 	}
@@ -121,7 +130,7 @@ func stampAcquireFree(t *testing.T, rdb *redis.Client, now time.Time) {
 func stampAcquireHeld(t *testing.T, rdb *redis.Client, now time.Time) {
 	k := keys(t, "stamp:held")
 	rdb.Set(ctx, k.Lock, now.Add(10*time.Second).UnixMilli(), 0) // a legacy holder: no expiry
-	got, err := runStampAcquire(rdb, k, now, time.Minute)
+	got, err := runStampAcquire(rdb, k, tokenA, now, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,19 +138,19 @@ func stampAcquireHeld(t *testing.T, rdb *redis.Client, now time.Time) {
 		t.Fatalf("reply %d (%v left), want a refusal with 10s left", got, left)
 	}
 	rdb.PExpire(ctx, k.Lock, 2*time.Second) // an expiry sooner than the deadline
-	got, _ = runStampAcquire(rdb, k, now, time.Minute)
+	got, _ = runStampAcquire(rdb, k, tokenB, now, time.Minute)
 	wantRefusal(t, got, 2*time.Second, rdb.Get(ctx, k.Lock).Val())
 	if rdb.Exists(ctx, k.Fence).Val() != 0 {
 		t.Fatal("a refused acquire raised the fence")
 	}
-	wantNoTombstones(t, rdb, k.Gone) // a refused acquire serves no deadline
+	wantNoTombstones(t, rdb, k.Gone) // a refused acquire serves no id
 }
 
 // stampAcquirePassed: passed deadline is taken over.
 func stampAcquirePassed(t *testing.T, rdb *redis.Client, now time.Time) {
 	k := keys(t, "stamp:passed")
 	rdb.Set(ctx, k.Lock, now.Add(-time.Millisecond).UnixMilli(), 0)
-	got, err := runStampAcquire(rdb, k, now, time.Minute)
+	got, err := runStampAcquire(rdb, k, tokenA, now, time.Minute)
 	must(t, got, err, 1)
 	if v := getInt(t, rdb, k.Lock); v != now.Add(time.Minute).UnixMilli() {
 		t.Fatalf("key holds %d after a takeover, want the new deadline", v)
@@ -149,8 +158,8 @@ func stampAcquirePassed(t *testing.T, rdb *redis.Client, now time.Time) {
 	if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 {
 		t.Fatalf("PTTL = %v after a takeover, want the lease length", pttl)
 	}
-	rdb.Set(ctx, k.Lock, now.UnixMilli(), 0)               // the deadline is now: not passed yet
-	got, err = runStampAcquire(rdb, k, now, 2*time.Minute) // a fresh deadline
+	rdb.Set(ctx, k.Lock, now.UnixMilli(), 0)                       // the deadline is now: not passed yet
+	got, err = runStampAcquire(rdb, k, tokenB, now, 2*time.Minute) // a fresh attempt and deadline
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +170,7 @@ func stampAcquirePassed(t *testing.T, rdb *redis.Client, now time.Time) {
 func stampAcquireBrokenFence(t *testing.T, rdb *redis.Client, now time.Time) {
 	k := keys(t, "stamp:undo")
 	rdb.Set(ctx, k.Fence, "not a number", 0)
-	if _, err := runStampAcquire(rdb, k, now, time.Minute); err == nil {
+	if _, err := runStampAcquire(rdb, k, tokenA, now, time.Minute); err == nil {
 		t.Fatal("no error with a broken fence")
 	}
 	if rdb.Exists(ctx, k.Lock).Val() != 0 {
@@ -169,13 +178,13 @@ func stampAcquireBrokenFence(t *testing.T, rdb *redis.Client, now time.Time) {
 	}
 	old := now.Add(-time.Second).UnixMilli()
 	rdb.Set(ctx, k.Lock, old, 30*time.Second)
-	if _, err := runStampAcquire(rdb, k, now, time.Minute); err == nil {
+	if _, err := runStampAcquire(rdb, k, tokenB, now, time.Minute); err == nil {
 		t.Fatal("no error with a broken fence")
 	}
 	if v, pttl := getInt(t, rdb, k.Lock), rdb.PTTL(ctx, k.Lock).Val(); v != old || pttl <= 0 || pttl > 30*time.Second {
 		t.Fatalf("key holds %d with PTTL %v after an undone takeover, want %d with its expiry", v, pttl, old)
 	}
-	wantNoTombstones(t, rdb, k.Gone) // an undone take serves no deadline
+	wantNoTombstones(t, rdb, k.Gone) // an undone take serves no id
 }
 
 // stampAcquireNotDeadline: a value that is not a deadline is an error and is left alone.
@@ -188,7 +197,7 @@ func stampAcquireNotDeadline(t *testing.T, rdb *redis.Client, now time.Time) {
 		" 1700000000000": `" 1700000000000"`, "\x00\n": `"??"`,
 	} {
 		rdb.Set(ctx, k.Lock, value, 0)
-		_, err := runStampAcquire(rdb, k, now, time.Minute)
+		_, err := runStampAcquire(rdb, k, tokenA, now, time.Minute)
 		if !redis.HasErrorPrefix(err, "NOTSTAMP") || !strings.Contains(err.Error(), why) {
 			t.Errorf("value %q: %v, want NOTSTAMP saying %q", value, err, why)
 		}
@@ -198,12 +207,12 @@ func stampAcquireNotDeadline(t *testing.T, rdb *redis.Client, now time.Time) {
 	}
 	rdb.Del(ctx, k.Lock)
 	rdb.RPush(ctx, k.Lock, "x")
-	_, err := runStampAcquire(rdb, k, now, time.Minute)
+	_, err := runStampAcquire(rdb, k, tokenA, now, time.Minute)
 	wantWrongType(t, err)
 }
 
 // TestStampExtend: stamp_extend lengthens a key that holds one of the hold's deadlines
-// (ARGV[4..]) and serves the deadline its acquisition wrote (ARGV[3]) for the lease; it
+// (ARGV[4..]) and serves the id of the attempt that acquired it (ARGV[3]) for the lease; it
 // only lengthens, and changes nothing on a key that holds none of them.
 func TestStampExtend(t *testing.T) {
 	t.Parallel()
@@ -212,38 +221,37 @@ func TestStampExtend(t *testing.T) {
 	d0, d1, d2 := now.Add(10*time.Second).UnixMilli(), now.Add(20*time.Second).UnixMilli(), now.Add(30*time.Second).UnixMilli()
 	k := keys(t, "ext")
 	lock := k.Lock
-	str := func(d int64) string { return strconv.FormatInt(d, 10) }
 
-	// The hold acquired with d0.
-	got, err := runStampExtend(rdb, k, d1, time.Minute, d0, d0)
+	// The hold acquired with d0, as the attempt tokenA.
+	got, err := runStampExtend(rdb, k, d1, time.Minute, tokenA, d0)
 	must(t, got, err, 0) // no key
 	if rdb.Exists(ctx, lock).Val() != 0 {
 		t.Fatal("extend created the key")
 	}
 	rdb.Set(ctx, lock, d0, 10*time.Second)
-	got, err = runStampExtend(rdb, k, d1, time.Minute, d2, d2) // another hold's: not among its own
+	got, err = runStampExtend(rdb, k, d1, time.Minute, tokenB, d2) // another hold's: not among its own
 	must(t, got, err, 0)
 	if v := getInt(t, rdb, lock); v != d0 {
 		t.Fatalf("a refused extend changed the deadline to %d", v)
 	}
-	wantNoTombstones(t, rdb, k.Gone) // a refused extend serves no deadline
+	wantNoTombstones(t, rdb, k.Gone) // a refused extend serves no id
 
-	got, err = runStampExtend(rdb, k, d2, 30*time.Second, d0, d1, d0) // any of its own counts
+	got, err = runStampExtend(rdb, k, d2, 30*time.Second, tokenA, d1, d0) // any of its own counts
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after extend: %d, PTTL %v; want %d, about 30s", v, pttl, d2)
 	}
-	// The acquisition's deadline is kept a tombstone until the lease's end and GONE_MS.
-	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second)
+	// The acquisition's id is kept a tombstone until the lease's end and GONE_MS.
+	wantTombstoneFor(t, rdb, k.Gone, tokenA, 30*time.Second)
 	// An older renewal landing late keeps the later deadline and expiry, and the tombstone.
-	got, err = runStampExtend(rdb, k, d1, 20*time.Second, d0, d0, d2)
+	got, err = runStampExtend(rdb, k, d1, 20*time.Second, tokenA, d0, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a late, shorter renewal: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
 	}
-	wantTombstoneFor(t, rdb, k.Gone, str(d0), 30*time.Second) // never shortened
+	wantTombstoneFor(t, rdb, k.Gone, tokenA, 30*time.Second) // never shortened
 	// An Extend to a shorter TTL keeps them too: shortening is the client's alone.
-	got, err = runStampExtend(rdb, k, d0, 10*time.Second, d0, d2)
+	got, err = runStampExtend(rdb, k, d0, 10*time.Second, tokenA, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d2 || pttl <= 29*time.Second {
 		t.Fatalf("after a shorter Extend: %d, PTTL %v; want %d kept, about 30s", v, pttl, d2)
@@ -251,7 +259,7 @@ func TestStampExtend(t *testing.T) {
 	// A key someone made persistent stays so while its deadline moves.
 	d3 := now.Add(40 * time.Second).UnixMilli()
 	rdb.Persist(ctx, lock)
-	got, err = runStampExtend(rdb, k, d3, 10*time.Second, d0, d2)
+	got, err = runStampExtend(rdb, k, d3, 10*time.Second, tokenA, d2)
 	must(t, got, err, 1)
 	if v, pttl := getInt(t, rdb, lock), rdb.PTTL(ctx, lock).Val(); v != d3 || pttl != -1*time.Nanosecond {
 		t.Fatalf("persistent key: %d, PTTL %v; want %d, no expiry", v, pttl, d3)
@@ -259,27 +267,27 @@ func TestStampExtend(t *testing.T) {
 
 	rdb.Del(ctx, lock)
 	rdb.RPush(ctx, lock, "x")
-	_, err = runStampExtend(rdb, k, d1, time.Minute, d0, d0)
+	_, err = runStampExtend(rdb, k, d1, time.Minute, tokenA, d0)
 	wantWrongType(t, err)
 }
 
 // TestStampAcquisitionServedByEveryExtend: a TimestampMutex hold's tombstone is that of the
-// deadline its acquisition wrote (da). The hold stops owning da once the key can no longer
-// hold it (twice the lease after it was written), yet every extend names it (ARGV[3]) and
-// keeps its tombstone until the lease's end and GONE_MS, however long ago the hold
-// acquired. So once the hold is released, a copy of its acquisition landing late is
-// refused as gone and writes nothing, and a late Extend to an hour, among whose owned
-// deadlines da is, finds nothing of the hold's.
+// attempt that acquired it (id), which wrote the deadline da. The hold stops owning da
+// once the key can no longer hold it (twice the lease after it was written), yet every
+// extend names id (ARGV[3]) and keeps its tombstone until the lease's end and GONE_MS,
+// however long ago the hold acquired. So once the hold is released, a copy of its
+// acquisition landing late is refused as gone and writes nothing, and a late Extend to an
+// hour, among whose owned deadlines da is, finds nothing of the hold's.
 func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	s := newServedRig(t, rdb, "stamp-served")
-	da := s.deadline
+	da, id := s.deadline, tokenA
 	str := func(d int64) string { return strconv.FormatInt(d, 10) }
 
-	got, err := stampAcq(rdb, s.k, s.clock, da, lateTTL)
+	got, err := stampAcq(rdb, s.k, id, s.clock, da, lateTTL)
 	must(t, got, err, 1)
-	s.wantServed(t, str(da), lateTTL)
+	s.wantServed(t, id, lateTTL)
 	// Renewals, each writing a later deadline, the last an Extend to two minutes; from the
 	// second on, the deadlines owned no longer include da.
 	d1, d2, d3 := da+1_000, da+2_000, da+120_000
@@ -292,24 +300,24 @@ func TestStampAcquisitionServedByEveryExtend(t *testing.T) {
 		{d2, lateTTL, []int64{d1}},
 		{d3, 2 * time.Minute, []int64{d1, d2}},
 	} {
-		ageTombstone(t, rdb, s.k.Gone, str(da)) // what it would be, with no extend to keep it
-		got, err = runStampExtend(rdb, s.k, ext.deadline, ext.ttl, da, ext.owned...)
+		ageTombstone(t, rdb, s.k.Gone, id) // what it would be, with no extend to keep it
+		got, err = runStampExtend(rdb, s.k, ext.deadline, ext.ttl, id, ext.owned...)
 		must(t, got, err, 1)
 		s.wantValue(t, s.k.Lock, str(ext.deadline))
-		s.wantServed(t, str(da), ext.ttl)
+		s.wantServed(t, id, ext.ttl)
 	}
 	got, err = runStampRelease(rdb, s.k, "", d2, d3)
 	must(t, got, err, 1)
 	s.wantGone(t, s.k.Lock)
-	s.wantServed(t, str(da), 2*time.Minute) // the release leaves it
+	s.wantServed(t, id, 2*time.Minute) // the release leaves it
 
 	before := s.snapshot(t)
-	got, err = stampAcq(rdb, s.k, s.clock, da, lateTTL) // a copy of the acquisition, landing late
+	got, err = stampAcq(rdb, s.k, id, s.clock, da, lateTTL) // a copy of the acquisition, landing late
 	if err != nil || !Gone(got) {
 		t.Fatalf("late acquisition = %d, %v; want the gone reply", got, err)
 	}
 	s.unchanged(t, before, "the late acquisition")
-	got, err = runStampExtend(rdb, s.k, da+3_600_000, time.Hour, da, da) // an early Extend(1h), landing late
+	got, err = runStampExtend(rdb, s.k, da+3_600_000, time.Hour, id, da) // an early Extend(1h), landing late
 	must(t, got, err, 0)
 	s.unchanged(t, before, "the late Extend")
 }
@@ -371,9 +379,9 @@ func FuzzStampDeadline(f *testing.F) {
 	k := keys(f, "stamp:fuzz")
 	f.Fuzz(func(t *testing.T, value string) {
 		rdb.Set(ctx, k.Lock, value, 0)
-		// Each value on a lock of its own: no tombstone of the last's deadline.
-		defer rdb.Del(ctx, k.Lock, k.Fence, tombstoneKey(k.Gone, strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)))
-		got, err := runStampAcquire(rdb, k, now, time.Minute)
+		// Each value on a lock of its own: no tombstone of the last's attempt.
+		defer rdb.Del(ctx, k.Lock, k.Fence, tombstoneKey(k.Gone, tokenA))
+		got, err := runStampAcquire(rdb, k, tokenA, now, time.Minute)
 		d, perr := strconv.ParseInt(value, 10, 64)
 		isDeadline := deadlineForm.MatchString(value) && perr == nil && d >= 1e11
 		switch {
@@ -396,4 +404,131 @@ func FuzzStampDeadline(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStampTombstoneNamedByAttemptNotDeadline: a TimestampMutex attempt's tombstone is
+// named after its id, not its deadline: deadlines collide across clients (two with the
+// same lease length writing in the same millisecond). Client A's attempt takes the free
+// key and A releases it; client B's attempt, with the same clock and deadline but an id
+// of its own, finds the key free and takes it: it is not refused as gone.
+func TestStampTombstoneNamedByAttemptNotDeadline(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "stamp-same-deadline")
+	str := func(d int64) string { return strconv.FormatInt(d, 10) }
+
+	got, err := stampAcq(rdb, s.k, tokenA, s.clock, s.deadline, lateTTL) // client A
+	must(t, got, err, 1)
+	got, err = runStampRelease(rdb, s.k, "", s.deadline)
+	must(t, got, err, 1)
+	s.wantGone(t, s.k.Lock)
+
+	got, err = stampAcq(rdb, s.k, tokenB, s.clock, s.deadline, lateTTL) // client B: the same deadline
+	if err != nil || Gone(got) || got != 2 {
+		t.Fatalf("B's acquisition of the free key = %d, %v; want it acquired with counter 2 (gone reply: %v)", got, err, Gone(got))
+	}
+	s.wantValue(t, s.k.Lock, str(s.deadline))
+	s.wantPTTL(t, s.k.Lock, lateTTL-tombstoneSlack, lateTTL)
+	s.wantServed(t, tokenA, lateTTL) // A's release left its own
+	s.wantServed(t, tokenB, lateTTL)
+	s.wantOnlyTombstoneKeys(t)
+}
+
+// TestStampResendOfAttemptThatTookKey: a copy of an attempt that lands after the attempt
+// itself took the key (a go-redis resend, on a new connection, of a call whose first
+// reply was lost) succeeds: it replies the fencing counter as it is and writes nothing,
+// neither the key's value nor its expiry nor the tombstone. Refused, it would leave the
+// lock taken by no one until the key expired.
+func TestStampResendOfAttemptThatTookKey(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "stamp-resend")
+	str := func(d int64) string { return strconv.FormatInt(d, 10) }
+
+	if err := rdb.Set(ctx, s.k.Fence, 41, 0).Err(); err != nil { // earlier holds
+		t.Fatal(err)
+	}
+	got, err := stampAcq(rdb, s.k, tokenA, s.clock, s.deadline, lateTTL) // the first copy
+	must(t, got, err, 42)
+	// A longer expiry and an older tombstone than the copy would write, so that any write
+	// shows.
+	if err := rdb.PExpire(ctx, s.k.Lock, otherLong).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ageTombstone(t, rdb, s.k.Gone, tokenA)
+	before := s.snapshot(t)
+
+	for i := 0; i < 2; i++ { // a resend, and another
+		got, err = stampAcq(rdb, s.k, tokenA, s.clock, s.deadline, lateTTL)
+		must(t, got, err, 42)
+		s.unchanged(t, before, "the resend")
+		s.wantValue(t, s.k.Lock, str(s.deadline))
+		s.wantLong(t, s.k.Lock) // not set again for the copy's lease
+		s.wantValue(t, s.k.Fence, "42")
+	}
+}
+
+// TestStampResendAfterAnotherTookSameDeadline: a resend of an attempt whose first copy
+// took the key is the attempt's only while nothing took the key since. Here the key was
+// deleted by hand while the attempt waited for its reply, and another client took the free
+// key with the very same deadline (deadlines are not unique): the resend finds its own
+// deadline in the key, but the counter moved on, so it is refused as gone and writes
+// nothing; the two never hold one fencing token.
+func TestStampResendAfterAnotherTookSameDeadline(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "stamp-resend-other")
+	got, err := stampAcq(rdb, s.k, tokenA, s.clock, s.deadline, lateTTL) // A's first copy
+	must(t, got, err, 1)
+	if err := rdb.Del(ctx, s.k.Lock).Err(); err != nil { // by hand, while A waits
+		t.Fatal(err)
+	}
+	got, err = stampAcq(rdb, s.k, tokenB, s.clock-5, s.deadline, lateTTL+5*time.Millisecond) // B: same deadline
+	must(t, got, err, 2)
+	before := s.snapshot(t)
+	got, err = stampAcq(rdb, s.k, tokenA, s.clock, s.deadline, lateTTL) // A's resend
+	if err != nil || !Gone(got) {
+		t.Fatalf("A's resend after B took the same deadline = %d, %v; want the gone reply (B holds fencing token 2)", got, err)
+	}
+	s.unchanged(t, before, "A's resend")
+}
+
+// TestStampCopyAfterReleaseIsGone: once client A's hold is released, a copy of its
+// attempt that lands is refused as gone and writes nothing, whether the key is free or
+// another client holds it; and an Extend of A's hold to an hour, naming A's id and the
+// deadline it owned, finds nothing of A's and returns 0.
+func TestStampCopyAfterReleaseIsGone(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	s := newServedRig(t, rdb, "stamp-copy-gone")
+	da := s.deadline
+
+	got, err := stampAcq(rdb, s.k, tokenA, s.clock, da, lateTTL)
+	must(t, got, err, 1)
+	got, err = runStampRelease(rdb, s.k, "PUBLISH", da)
+	must(t, got, err, 1)
+	s.wantGone(t, s.k.Lock)
+
+	landed := func(what string) {
+		t.Helper()
+		before := s.snapshot(t)
+		got, err := stampAcq(rdb, s.k, tokenA, s.clock, da, lateTTL) // a copy of A's attempt
+		if err != nil || !Gone(got) {
+			t.Fatalf("%s: a copy of A's attempt = %d, %v; want the gone reply", what, got, err)
+		}
+		s.unchanged(t, before, what+": the copy")
+		got, err = runStampExtend(rdb, s.k, da+3_600_000, time.Hour, tokenA, da) // A's Extend(1h)
+		must(t, got, err, 0)
+		s.unchanged(t, before, what+": the Extend")
+	}
+	landed("on the free key")
+	s.wantGone(t, s.k.Lock)
+
+	theirs := time.Now().UnixMilli() + otherLong.Milliseconds()
+	got, err = stampAcq(rdb, s.k, tokenB, time.Now().UnixMilli(), theirs, otherLong) // client B
+	must(t, got, err, 2)
+	landed("on B's key")
+	s.wantValue(t, s.k.Lock, strconv.FormatInt(theirs, 10))
+	s.wantLong(t, s.k.Lock)
+	s.wantServed(t, tokenA, lateTTL) // as A's release left it
 }
