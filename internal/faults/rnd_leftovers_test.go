@@ -47,6 +47,9 @@ func keysOn(r *run, node string, s *redistest.Server) []leftKey {
 			continue
 		}
 		ttl, _ := rdb.PTTL(ctx, k).Result()
+		if ttl == -2 { // expired since KEYS listed it (go-redis gives PTTL's -2 as is)
+			continue
+		}
 		out = append(out, leftKey{node: node, key: k, pttl: ttl, life: keyLife(k)})
 	}
 	return out
