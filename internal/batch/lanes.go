@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -340,6 +341,9 @@ var errNotResent = errors.New("dlock: not run: the server's script cache was flu
 // other calls answered NOSCRIPT may be sent again; calls of other slots are independent
 // (on a Cluster, other shards).
 func notResent(calls []*Call) {
+	if !slices.ContainsFunc(calls, func(c *Call) bool { return isNoScript(c.Err) }) {
+		return // the usual round: no slot to hash, no map to make
+	}
 	ranAfter := make(map[int]bool, 1) // slots with a call that ran, from the end back
 	for i := len(calls) - 1; i >= 0; i-- {
 		c := calls[i]

@@ -29,12 +29,11 @@ import (
 // Turns (Mutex on one deployment): a release gives the lock to the process that has
 // waited longest, not to whichever request lands first. A Lock refused again (its first
 // attempt does not stand, so an uncontended Lock writes no request) puts its process at
-// the back of the lock's turn list (once) with a standing request: the token it asks with,
-// which it keeps across its attempts (mutex_asks.lua), and how many fencing
-// tokens to reserve. The release
-// script takes the first process of the list and, if its request is live, grants it at
-// once: it sets the lock to the request's token and publishes the grant (grants.go), so
-// the process holds the lock without a round trip of its own. Its lease clock started
+// the back of the lock's turn list (once) with a standing request (mutex_asks.lua): the
+// token it asks with, which it keeps across its attempts, and how many fencing tokens to
+// reserve. The release script takes the first process of the list and, if its request is
+// live, grants it at once: it sets the lock to the request's token and publishes the grant
+// (grants.go), so the process holds the lock without a round trip of its own. Its lease clock started
 // before it first sent that token, which was before the grant, so the lease never outlasts
 // the key; the grant sets the key for at most grantLength, and the new holder's first
 // renewal extends it to the TTL. A process that died with a live request keeps the lock

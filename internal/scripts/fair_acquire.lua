@@ -28,8 +28,7 @@
 --   one queued for, for at most ARGV[2], or queue a token whose caller stopped asking,
 --   for at most ARGV[3] (no one refreshes it, so it is skipped once its deadline passes).
 -- Time comes from the server (TIME), never from the client.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 
 pruneGone(KEYS[4], now)
 local holder = redis.call('GET', KEYS[1])

@@ -26,8 +26,7 @@
 --   waiter's (granted as it gave up).
 -- Hand-over happens inside this script: the next waiter is the only one woken, and the
 -- lock is never free in between, so no one can barge in ahead of the queue.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 
 if ARGV[5] == 'leave' then
 	redis.call('LREM', KEYS[3], 0, ARGV[1])

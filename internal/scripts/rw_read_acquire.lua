@@ -29,8 +29,7 @@
 --   token already there, it changes nothing live (it only prunes what has ended). It
 --   never touches a live reader's entry, the write lock or a waiting writer, and only
 --   lengthens the readers key's expiry.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], 0, now) -- dead entries
 pruneGone(KEYS[4], now)

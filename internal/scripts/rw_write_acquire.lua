@@ -34,8 +34,7 @@
 --   Otherwise (it lands more than GONE_MS after that) it acts as if on time: free of
 --   writer and readers, it takes the lock for its token until its own TTL ends; refused,
 --   it lists the writer as waiting for at most ARGV[4], which no one refreshes.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], 0, now) -- dead entries
 pruneGone(KEYS[4], now)

@@ -37,8 +37,7 @@
 --   no one is queued ahead, it takes them for its token until its own TTL ends; refused,
 --   it queues the waiter for at most ARGV[6], which no one refreshes. It never touches a
 --   live holder's lease, and only lengthens the holders' keys' expiry.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 if #expired > 0 then

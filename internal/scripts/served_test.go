@@ -49,17 +49,12 @@ type servedKind struct {
 	extend  func(s *servedRig, ttl time.Duration) (int64, error) // the hold's Extend (or renewal) to ttl
 	holds   func(s *servedRig) bool                              // whether the lock holds the hold's token
 	left    func(t *testing.T, s *servedRig) time.Duration       // how long the hold has left (its longest-lived name)
-	token   func(s *servedRig) string                            // the hold's tombstone's token; nil: tokenA
 	waiter  func(s *servedRig) (set, id string)                  // where the hold's waiter id is a tombstone; nil: none
 }
 
-// tokenOf is the hold's token, as its tombstone's key names it.
-func (kind servedKind) tokenOf(s *servedRig) string {
-	if kind.token == nil {
-		return tokenA
-	}
-	return kind.token(s)
-}
+// tokenOf is the hold's token, as its tombstone's key names it: every kind's rows serve
+// tokenA (a TimestampMutex's as its attempt id).
+func (kind servedKind) tokenOf(*servedRig) string { return tokenA }
 
 // servedEnd is how a hold ends.
 type servedEnd struct {

@@ -15,8 +15,7 @@
 --   or its entry died), or a tombstone (a copy of the leave landed before, which it only
 --   renews). It removes nothing but that id, publishes only when the id was listed, and
 --   lists no one; the tombstone keeps a late attempt of the waiter from listing it again.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 local listed = isListed(redis.call('ZSCORE', KEYS[1], ARGV[1]))
 gone(KEYS[1], ARGV[1], now)
 if KEYS[2] ~= KEYS[1] then
