@@ -13,73 +13,53 @@ import (
 // A Lease returned by re-entry (Lock with a context that carries a live lease of the same
 // lock) shares the hold of the outer lease: same token, same deadline. Unlocking it ends
 // only it; unlocking the outer lease releases the lock and ends them all.
-type Lease struct {
-	e engine.Lease
-}
+//
+// Its state is the engine's lease (a defined type on it, so that what the engine returns is
+// a *Lease by conversion, allocated with its hold).
+type Lease engine.Lease
 
-// heldLease is an outer Lease and its hold in one allocation (engine.Public.NewHeld):
-// Lock allocates no more for the public handle than it did when the hold lived here.
-type heldLease struct {
-	lease Lease
-	hold  engine.Hold
-}
-
-// public is how the engine makes this package's leases and errors.
-var public = engine.Public{
-	NewHeld: func() (*engine.Hold, *engine.Lease) {
-		x := new(heldLease)
-		x.lease.e.Handle = &x.lease
-		return &x.hold, &x.lease.e
-	},
-	NewLease: func() *engine.Lease {
-		l := new(Lease)
-		l.e.Handle = l
-		return &l.e
-	},
-	Error: quorumError,
-}
+// public is how the engine makes this package's quorum errors.
+var public = engine.Public{Error: quorumError}
 
 // handle returns the public lease of what the engine returned.
-func handle(l *engine.Lease, err error) (*Lease, error) {
-	if l == nil {
-		return nil, err
-	}
-	return l.Handle.(*Lease), err
-}
+func handle(l *engine.Lease, err error) (*Lease, error) { return (*Lease)(l), err }
+
+// e is the engine's side of l.
+func (l *Lease) e() *engine.Lease { return (*engine.Lease)(l) }
 
 // Name returns the name of the lock; for a MultiMutex, its names joined by commas in the
 // order given.
-func (l *Lease) Name() string { return l.e.Name() }
+func (l *Lease) Name() string { return l.e().Name() }
 
 // Token returns the fencing token: strictly greater than the token of every earlier
 // acquisition of the same name, across processes and restarts of the client. Storage that
 // remembers the largest token it has seen can refuse the writes of a stale holder.
 // Re-entry does not change it.
-func (l *Lease) Token() uint64 { return l.e.Token() }
+func (l *Lease) Token() uint64 { return l.e().Token() }
 
 // Tokens returns the fencing token of each name the lease holds: for a MultiMutex, one
 // entry per name, each strictly greater than the token of every earlier acquisition of
 // that name, by a Mutex or a MultiMutex, and Token is the largest; for any other lock, one
 // entry, its name and Token. The map is new at each call.
-func (l *Lease) Tokens() map[string]uint64 { return l.e.Tokens() }
+func (l *Lease) Tokens() map[string]uint64 { return l.e().Tokens() }
 
 // Context returns a context that carries the values of the ctx given to Lock (but not its
 // deadline or cancellation) and this lease, and that is cancelled, with ErrLost or
 // ErrReleased as its cause, when the lease ends. Work done under the lock should use it:
 // it is how that work learns it must stop.
-func (l *Lease) Context() context.Context { return l.e.Context() }
+func (l *Lease) Context() context.Context { return l.e().Context() }
 
 // Done returns a channel that is closed when the lease ends, released or lost.
-func (l *Lease) Done() <-chan struct{} { return l.e.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.e().Done() }
 
 // Err returns nil while the lease is held, then ErrReleased or ErrLost (exactly those
 // values).
-func (l *Lease) Err() error { return l.e.Err() }
+func (l *Lease) Err() error { return l.e().Err() }
 
 // ValidUntil returns the instant, on the local clock, until which exclusivity is
 // guaranteed: the start of the last successful request, plus the TTL, minus the drift
 // allowance. It moves forward with each renewal and Extend.
-func (l *Lease) ValidUntil() time.Time { return l.e.ValidUntil() }
+func (l *Lease) ValidUntil() time.Time { return l.e().ValidUntil() }
 
 // Extend makes the lease last ttl from now and makes ttl the length of later renewals. ctx
 // bounds the request. If Redis says the key is no longer ours, the lease is lost and
@@ -90,7 +70,7 @@ func (l *Lease) ValidUntil() time.Time { return l.e.ValidUntil() }
 // until its expiry as it was, since a request that lands late must never cut a key that a
 // later one lengthened. Others can take the lock once that expiry passes, or at once
 // after Unlock.
-func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error { return l.e.Extend(ctx, ttl) }
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error { return l.e().Extend(ctx, ttl) }
 
 // Unlock ends the lease. For the outer lease it releases the lock in Redis and wakes the
 // next waiter; ctx bounds the request, and a ctx that has already ended gets the per-node
@@ -98,4 +78,4 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error { return l.
 // releases. After Unlock returns, the lease has ended whatever the result: if the release
 // failed (Redis unreachable), the key expires by itself within its TTL. Unlock of a lease
 // that has already ended returns ErrNotHeld.
-func (l *Lease) Unlock(ctx context.Context) error { return l.e.Unlock(ctx) }
+func (l *Lease) Unlock(ctx context.Context) error { return l.e().Unlock(ctx) }

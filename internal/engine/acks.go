@@ -17,8 +17,7 @@ import (
 // foldAck turns a write of call that was not acknowledged by enough replicas into the
 // call's error. Calls that failed, and replies that wrote nothing (a refusal, a key gone:
 // zero or less), are left as they are.
-func (c *Client) foldAck(call *batch.Call) {
-	a := c.cfg.Acks
+func foldAck(a batch.Acks, call *batch.Call) {
 	if !a.On() || call.Err != nil || call.Val <= 0 {
 		return
 	}

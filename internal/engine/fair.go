@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
@@ -14,7 +17,9 @@ var errFairQuorum = errors.New("dlock: FairMutex needs a single Redis deployment
 // NewFairMutex returns the engine of the FairMutex called name; cfgErr is an invalid
 // option. On a quorum Client every method returns an error.
 func NewFairMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Target {
-	t := newTarget(c, fairScheme{}, name, cfg, cfgErr)
+	t := newTarget(c, name, cfg, cfgErr, func(t *Target) scheme {
+		return &fairScheme{keys: []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines(), t.keys.Gone}}
+	})
 	if t.err == nil && len(c.nodes) > 1 {
 		t.err = errFairQuorum
 	}
@@ -22,57 +27,78 @@ func NewFairMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Target 
 }
 
 // fairScheme: the lock key of a Mutex plus a queue of waiter tokens and their deadlines.
-type fairScheme struct{}
-
-func (fairScheme) kind() string { return KindFair }
-
-func fairKeys(t *Target) []string {
-	return []string{t.keys.Lock, t.keys.Fence, t.keys.Queue(), t.keys.QueueDeadlines(), t.keys.Gone}
+type fairScheme struct {
+	plain
+	keys []string // lock, fence, queue, queue deadlines, gone; read-only
 }
 
-// waiterChannel is where a waiter is told that the lock was handed to it.
-func waiterChannelPrefix(t *Target) string { return t.keys.GrantedPrefix() }
+func (*fairScheme) kind() string { return KindFair }
 
-func (fairScheme) acquire(t *Target, r *request, token any, call *batch.Call) {
+func (s *fairScheme) acquire(t *Target, r *request, a *ticket, call *batch.Call) {
 	call.Script = scripts.FairAcquire
-	call.Keys = fairKeys(t)
-	call.Args = []any{token, t.ttlArg, waiterTTLArg, flagArg(r.try)}
+	call.Keys = s.keys
+	call.Args = []any{a.token, t.ttlArg, waiterTTLArg, flagArg(r.try)}
 }
 
-func (fairScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	fairRelease(t, token, publish, releaseMode, call)
+func (s *fairScheme) release(t *Target, token any, publish string, call *batch.Call) {
+	s.fairRelease(t, token, publish, releaseMode, call)
 }
 
 // fairRelease prepares fair_release.lua: a release (mode releaseMode) of token, or a waiter
 // that gives up (leaveMode).
-func fairRelease(t *Target, token any, publish string, mode any, call *batch.Call) {
+func (s *fairScheme) fairRelease(t *Target, token any, publish string, mode any, call *batch.Call) {
 	if publish == "" {
 		publish = t.c.nodes[call.Node].PublishCommand() // a hand-over always tells its waiter
 	}
 	call.Script = scripts.FairRelease
-	call.Keys = fairKeys(t)
-	call.Args = []any{token, waiterTTLArg, waiterChannelPrefix(t), publishArg(publish), mode}
+	call.Keys = s.keys
+	call.Args = []any{token, waiterTTLArg, t.keys.GrantedPrefix(), publishArg(publish), mode}
 }
 
-func (fairScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
-	mutexScheme{}.extend(t, token, ttl, call)
+func (*fairScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
+	mutexExtend(t, token, ttl, call)
 }
 
-func (fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
-	fairRelease(t, r.waiter, "", leaveMode, call)
+func (s *fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
+	s.fairRelease(t, r.waiter, "", leaveMode, call)
 	return true
 }
 
-func (fairScheme) need(n int) int { return mutexScheme{}.need(n) }
+func (*fairScheme) need(n int) int { return quorum.Majority(n) }
 
-func (fairScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
+func (*fairScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
 	return []notify.Channel{
 		// The hand-over comes with its details: the waiter holds the lock at once.
-		{Name: waiterChannelPrefix(t) + r.waiter, Sharded: n.cluster, Once: true, Route: routeGrants(r.waiter, r.grants, 0, 0)},
+		{Name: t.keys.GrantedPrefix() + r.waiter, Sharded: n.cluster, Once: true, Route: routeGrants(r.waiter, r.grants, 0, 0)},
 		n.keyspaceChannel(t.keys.Lock),
 	}
 }
 
-func (fairScheme) policy() policy {
-	return policy{waitList: true, claim: true, reentrant: true}
+func (*fairScheme) policy() policy { return policy{waitList: true, reentrant: true} }
+
+func (*fairScheme) sharing(*Target) sharing { return claims{} }
+
+// claims is the FairMutex's sharing (sharing.go): each waiter asks Redis on its own, with
+// its waiter id, which a release may hand the lock to while the attempt is out: so an
+// attempt is never undone, only left (a waiter that gives up leaves, which passes on what
+// it was given), and the waiter takes a grant to its id without an attempt (grants.go).
+type claims struct{ alone }
+
+func (claims) prepare(r *request) {
+	if r.firstSent.IsZero() {
+		r.firstSent = time.Now() // a hand-over to the id happens after its first attempt
+	}
+	r.tk = ticket{token: r.waiter, claim: true, reserve: 1}
 }
+
+func (k claims) fromProcess(ctx context.Context, r *request) (*Hold, bool) {
+	h := takeGrant(ctx, r, k)
+	return h, h != nil
+}
+
+// granted: a grant to the waiter's own id, once its first attempt was sent.
+func (claims) granted(r *request, token string) (grantee, bool) {
+	return grantee{r.waiter, r.firstSent, grantLength, 0}, r.waiter == token && !r.firstSent.IsZero()
+}
+
+func (claims) used(any) {}

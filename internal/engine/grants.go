@@ -9,9 +9,27 @@ import (
 )
 
 // Grants: a release that passes the lock straight to a waiting request. A Mutex release
-// grants the standing request of the process whose turn it is (coordinator.go); a
-// FairMutex release hands the lock to the next waiter of its queue. Either publishes the
+// grants the standing request of the process whose turn it is (turns.go); a FairMutex
+// release hands the lock to the next waiter of its queue (fair.go). Either publishes the
 // grant (scripts.Message), and the grantee holds the lock without a round trip of its own.
+
+// A claimer is a sharing whose attempts ask with a token that a release may grant: it
+// knows which grants are to its caller (hotKey, claims).
+type claimer interface {
+	// granted returns what the caller r knows of a grant to token, if it is the token r
+	// asks with.
+	granted(r *request, token string) (grantee, bool)
+	// used records that the request with token was granted: Redis took it off its list.
+	used(token any)
+}
+
+// grantee is what a caller knows of the request a grant names.
+type grantee struct {
+	token  any           // the token it asks with
+	sent   time.Time     // before the token was first sent: no grant of it came earlier
+	length time.Duration // the shortest lease a grant of it may have set
+	behind uint64        // local waiters queued behind the caller
+}
 
 // routeGrants is the Route of a waiter's channel: a grant to me sends its details on grants
 // (without blocking: they have room) and wakes the waiter at once; a turn or a grant for
@@ -38,12 +56,13 @@ func routeGrants(me string, grants chan<- scripts.Grant, turnLapse, grantLapse t
 
 // takeGrant returns the hold of a grant this caller received, if enough of the granted
 // lease is left to be worth taking: else the next attempt, with the same token, confirms
-// the grant and starts a fresh lease.
+// the grant and starts a fresh lease. The hold's start (Hold.startGranted) tells the
+// observers of the hand-off.
 //
 // With replica acknowledgements, a grant is never taken as it is: the release that
 // granted it was acknowledged for the releaser, whose Unlock alone would hear that it was
 // not, so the grantee confirms it with an acknowledged attempt of its own (acks.go).
-func takeGrant(lockCtx context.Context, r *request) *Hold {
+func takeGrant(lockCtx context.Context, r *request, k claimer) *Hold {
 	t := r.t
 	if t.c.cfg.Acks.On() {
 		for len(r.grants) > 0 {
@@ -58,7 +77,7 @@ func takeGrant(lockCtx context.Context, r *request) *Hold {
 		default:
 			return nil
 		}
-		me, ok := granted(r, g.Token)
+		me, ok := k.granted(r, g.Token)
 		if !ok {
 			continue // a grant for a request this caller no longer makes
 		}
@@ -67,25 +86,7 @@ func takeGrant(lockCtx context.Context, r *request) *Hold {
 		if time.Until(deadline) < length/3 {
 			return nil // asked long ago: confirm with an attempt instead
 		}
-		t.coord.used(me.token) // the release took the process off the list
+		k.used(me.token) // the release took the request off the list
 		return newHold(t, me.token, g.Counter-(g.Reserved-1), min(g.Reserved-1, me.behind), t.cfg.TTL, deadline, lockCtx)
 	}
-}
-
-// grantee is what a caller knows of the request a grant names.
-type grantee struct {
-	token  any           // the token it asks with
-	sent   time.Time     // before the token was first sent: no grant of it came earlier
-	length time.Duration // the shortest lease a grant of it may have set
-	behind uint64        // local waiters queued behind the caller
-}
-
-// granted returns what the caller knows of a grant to token, if it is the token the caller
-// asks with: its process's standing request (Mutex), or its own id (FairMutex).
-func granted(r *request, token string) (grantee, bool) {
-	t := r.t
-	if t.coord != nil && t.coord.handsOff {
-		return t.coord.granted(r, token)
-	}
-	return grantee{r.waiter, r.firstSent, grantLength, 0}, r.waiter == token && !r.firstSent.IsZero()
 }

@@ -50,14 +50,33 @@ type Hold struct {
 	obs *holdObs // what the observers were told (observer.go); nil without observers
 }
 
-// newHold returns a hold of t with its outer lease, allocated at once by the public
-// package (Public.NewHeld), bound to lockCtx (see bind). The caller starts it.
+// holdHooks are what a hold's start and end mean outside it, registered by its Target when
+// it is made (newTarget), so that a hold never calls back into what holds it: the
+// Client's record of its holds and the local queue (local.go: adopt, forget), and what a
+// kind does with a lost hold (a MultiMutex gives back the names it still has).
+type holdHooks struct {
+	// start records a hold that is about to start, or says why it cannot (ErrClosed).
+	start func(h *Hold) error
+	// end runs once, when the hold ends with err (ErrReleased or ErrLost) for reason.
+	end func(h *Hold, err error, reason string)
+}
+
+// heldLease is a hold and its outer lease, allocated at once: an acquisition costs one
+// allocation for the hold, its lease and the lease's context values (see leaseValues).
+type heldLease struct {
+	hold  Hold
+	lease Lease
+}
+
+// newHold returns a hold of t with its outer lease, bound to lockCtx (see bind). The
+// caller starts it.
 func newHold(t *Target, token any, fence, spare uint64, ttl time.Duration, deadline time.Time, lockCtx context.Context) *Hold {
-	h, l := t.c.pub.NewHeld()
-	h.c, h.t, h.outer = t.c, t, l
+	x := new(heldLease)
+	h := &x.hold
+	h.c, h.t, h.outer = t.c, t, &x.lease
 	h.token, h.fence, h.spare, h.ttl, h.deadline = token, fence, spare, ttl, deadline
 	h.entry.Value = h
-	h.obs = t.c.newHoldObs()
+	h.obs = newHoldObs(t.c)
 	h.bind(lockCtx)
 	return h
 }
@@ -90,15 +109,14 @@ func (h *Hold) startGranted() (*Lease, error) {
 // zero for none, with slack) and returns its lease. If the Client was closed meanwhile,
 // the hold is released and ErrClosed returned.
 func (h *Hold) start(renewAt time.Time, slack time.Duration) (*Lease, error) {
-	// Back to the local queue (localqueue.go): local waiters wait for this hold locally.
-	if err := h.c.adopt(h); err != nil {
+	if err := h.t.hooks.start(h); err != nil {
 		h.cancel(ErrReleased)
-		h.t.releaseAbandoned(h.token, true)
+		releaseAbandoned(h.t, h.token, true)
 		return nil, err
 	}
 	if !h.c.sched.Add(&h.entry, renewAt, slack, h.deadline) {
 		h.end(ErrReleased, "the client was closed")
-		h.t.releaseAbandoned(h.token, true)
+		releaseAbandoned(h.t, h.token, true)
 		return nil, ErrClosed
 	}
 	return h.outer, nil
@@ -154,16 +172,29 @@ func (h *Hold) end(err error, reason string) bool {
 	h.mu.Unlock()
 	h.c.sched.Remove(&h.entry)
 	h.cancel(err)
-	h.c.forget(h) // back to the local queue (localqueue.go): its head may now ask Redis
-	if err == ErrLost && h.t.policy.allOrNone {
-		h.t.releaseAbandoned(h.token, true) // the names not lost are free again at once
-	}
-	// After forget: an observer told of the end finds the lock free in this process.
-	h.reportEnd(err, reason)
+	h.t.hooks.end(h, err, reason) // the local queue's head may now ask Redis
+	// After the hook: an observer told of the end finds the lock free in this process.
+	reportEnd(h.obs, h.ctx, h.t.name, h.t.scheme.kind(), h.fence, err, reason)
 	if err == ErrLost {
 		h.c.cfg.Logger.Warn("dlock: lease lost", "name", h.t.name, "token", h.fence, "reason", reason)
 	}
 	return true
+}
+
+// reasonExpired is why a hold whose deadline passed ended: the one reason that makes a
+// loss LossExpired.
+const reasonExpired = "its deadline passed without a successful renewal"
+
+// renewalFailed tells the observers that a renewal of h failed with err, unless h has
+// ended; renewalSucceeded, that one succeeded after failures.
+func (h *Hold) renewalFailed(err error) {
+	h.obs.renewal(h.t.name, h.t.scheme.kind(), h.fence, time.Until(h.validUntil()), err)
+}
+
+func (h *Hold) renewalSucceeded() {
+	if h.obs != nil && h.state() == nil {
+		h.obs.renewal(h.t.name, h.t.scheme.kind(), h.fence, time.Until(h.validUntil()), nil)
+	}
 }
 
 // lost ends the hold as lost for reason, which a renewal or an Extend found in Redis, and
@@ -313,7 +344,7 @@ func (h *Hold) release(ctx context.Context) error {
 	h.mu.Unlock()
 	// Back to the coordinator (Mutex): the next local waiter takes the hold without a
 	// round trip.
-	if h.t.coord.handOff(h) {
+	if h.t.share.handOff(h) {
 		return nil
 	}
 
@@ -325,22 +356,15 @@ func (h *Hold) release(ctx context.Context) error {
 		// An Unlock deferred with a context that has ended since (a request's, say) still
 		// releases: leaving the key to expire would keep everyone out for a whole TTL.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(wait))
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(c, wait))
 		defer cancel()
 	}
 	n, need := len(c.nodes), h.t.scheme.need(len(c.nodes))
-	var v *votes
-	if h.t.parts != nil { // a MultiMutex over several hash slots: a call per slot
-		v = pollParts(ctx, c, h.t.parts, wait,
-			func(p *Target, call *batch.Call) {
-				p.scheme.release(p, h.token, c.nodes[call.Node].PublishCommand(), call)
-			},
-			func(v *votes) bool { return v.releaseSettled(n, need) })
-	} else {
-		v = poll(ctx, c, nil, wait,
-			func(call *batch.Call) { h.t.scheme.release(h.t, h.token, c.nodes[call.Node].PublishCommand(), call) },
-			func(v *votes) bool { return v.releaseSettled(n, need) })
-	}
+	v := poll(ctx, c, h.t.parts, nil, wait,
+		func(p *Target, call *batch.Call) {
+			p.scheme.release(p, h.token, c.nodes[call.Node].PublishCommand(), call)
+		},
+		func(v *votes) bool { return v.releaseSettled(n, need) })
 	released, gone := v.yes, v.no
 	switch {
 	case released > 0 && released+gone >= need:
@@ -351,7 +375,7 @@ func (h *Hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	err := c.pub.Error(Shortfall{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c)})
+	err := c.pub.Error(Shortfall{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c.nodes)})
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
@@ -370,16 +394,9 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var v *votes
-	if h.t.parts != nil { // a MultiMutex over several hash slots: a call per slot
-		v = pollParts(ctx, c, h.t.parts, ttl,
-			func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, call) },
-			func(v *votes) bool { return v.yes >= need || v.no > n-need })
-	} else {
-		v = poll(ctx, c, nil, ttl,
-			func(call *batch.Call) { h.t.scheme.extend(h.t, h.token, ttlArg, call) },
-			func(v *votes) bool { return v.yes >= need || v.no > n-need })
-	}
+	v := poll(ctx, c, h.t.parts, nil, ttl,
+		func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, call) },
+		func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	deadline := quorum.Deadline(v.start, ttl, c.cfg.DriftFactor)
 	switch {
 	case v.yes >= need && time.Now().Before(deadline):
@@ -394,5 +411,5 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return h.endedError("extend")
 	}
-	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c)})
+	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c.nodes)})
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -33,28 +32,26 @@ type lateReplies struct {
 	replies chan *batch.Call
 	pending int           // replies still to come
 	wait    time.Duration // how long they are waited for
-	// raise, if not nil, is the lock of an acquisition that settled on fence: a late grant
-	// below fence raises its node's counter to it.
-	raise *Target
-	fence int64
+	// raise, unless zero, is an acquisition on a quorum that settled on a fence: a late
+	// grant below it raises its node's counter to it.
+	raise raiser
 }
 
 // hearLate hears the replies that v's poll did not wait for, if one is wanted: that of a
-// node the poll found silent (votes.record), or, when fence is above zero (an acquisition
-// of t on a quorum that settled on fence), every one. It does not wait for them.
-func hearLate(c *Client, v *votes, t *Target, fence int64) {
-	raise := fence > 0 && len(c.nodes) > 1
-	if !v.silenced && !raise {
+// node the poll found silent (votes.record), or, with raise (an acquisition on a quorum
+// that settled on a fence), every one. It does not wait for them.
+func hearLate(c *Client, v *votes, raise raiser) {
+	if !v.silenced && raise.fence == 0 {
 		return
 	}
-	pending, replies := v.unheard(c.nodes)
+	pending := v.sent - v.seen
 	if pending == 0 {
 		return
 	}
-	l := lateReplies{nodes: c.nodes, closed: c.done, replies: replies, pending: pending,
-		wait: silentPolls * v.timeout}
-	if raise {
-		l.raise, l.fence = t, fence
+	l := lateReplies{nodes: c.nodes, closed: c.done, replies: v.calls[0].Done, pending: pending,
+		wait: silentPolls * v.timeout, raise: raise}
+	if v.only != nil {
+		l.replies = v.calls[v.only[0]*(len(v.calls)/v.n)].Done
 	}
 	go l.hear()
 }
@@ -83,7 +80,7 @@ func (l *lateReplies) heard(call *batch.Call) {
 	if isReply(call.Err) {
 		l.nodes[call.Node].replied()
 	}
-	if l.raise != nil && call.Err == nil && call.Val > 0 && call.Val < l.fence {
-		raiseAbandoned(l.raise, []int{call.Node}, strconv.FormatInt(l.fence, 10))
+	if l.raise.fence > 0 && call.Err == nil && call.Val > 0 && call.Val < l.raise.fence {
+		l.raise.raise(call.Node)
 	}
 }

@@ -9,10 +9,10 @@ import (
 
 // Lease is the engine's side of one public dlock.Lease, whose doc comments are the
 // contract of these methods: the outer lease of a hold, or a re-entrant one sharing it.
+// The public type is defined on this one (type Lease engine.Lease), so that a *Lease the
+// engine returns is the public lease by a conversion, with no allocation or pointer
+// between them.
 type Lease struct {
-	// Handle is the public *dlock.Lease that contains this one (Public).
-	Handle any
-
 	h     *Hold
 	outer bool
 	ctx   context.Context
@@ -28,7 +28,15 @@ func (l *Lease) Name() string { return l.h.t.name }
 
 func (l *Lease) Token() uint64 { return l.h.fence }
 
-func (l *Lease) Tokens() map[string]uint64 { return tokens(l.h) }
+func (l *Lease) Tokens() map[string]uint64 {
+	h := l.h
+	names := h.t.scheme.names(h.t)
+	out := make(map[string]uint64, len(names))
+	for _, name := range names {
+		out[name] = h.fence
+	}
+	return out
+}
 
 func (l *Lease) Context() context.Context { return l.ctx }
 

@@ -7,13 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
-	"github.com/seed51c676c8/dlock/internal/notify"
-	"github.com/seed51c676c8/dlock/internal/quorum"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // A MultiMutex locks several names all or none. Each name keeps a Mutex's own keys (lock
@@ -27,7 +22,7 @@ import (
 //
 // A MultiMutex of one part is a Target like any other, with multiScheme; one of several
 // parts is a Target whose parts are one Target each, and the engine's steps run once per
-// part where they ran once (acquireOnce, Target.releaseAbandoned, Hold.release,
+// part where they ran once (acquireOnce, releaseAbandoned, Hold.release,
 // Hold.extend, renewBatch, watch).
 
 // Multi is the engine of a MultiMutex.
@@ -51,21 +46,31 @@ func NewMultiMutex(c *Client, names []string, cfg LockConfig, cfgErr error) *Mul
 		return &Multi{t: t}
 	}
 	if parts := slotParts(c, named); len(parts) > 1 {
+		t.parts = t.parts[:0]
 		for i, part := range parts {
 			t.parts = append(t.parts, newMultiTarget(c, part, i, cfg, nil))
 		}
+		t.attempt = acquireParts
 	}
 	return &Multi{t: t}
 }
 
 // newMultiTarget returns the Target of the names (part of a MultiMutex's parts, -1 for
-// none: the whole of it).
+// none: the whole of it). A hold lost on one name gives the others back rather than keep
+// them until they expire: the hold is of all of them or none.
 func newMultiTarget(c *Client, names []namedKeys, part int, cfg LockConfig, cfgErr error) *Target {
 	first := ""
 	if len(names) > 0 {
 		first = names[0].name
 	}
-	return newTarget(c, newMultiScheme(names, part), first, cfg, cfgErr)
+	t := newTarget(c, first, cfg, cfgErr, func(*Target) scheme { return newMultiScheme(names, part) })
+	t.hooks.end = func(h *Hold, err error, reason string) {
+		c.local.forget(h)
+		if err == ErrLost {
+			releaseAbandoned(h.t, h.token, true) // the names not lost are free again at once
+		}
+	}
+	return t
 }
 
 // namedKeys is a name and its keys.
@@ -144,137 +149,11 @@ func (m *Multi) Name() string { return m.t.name }
 func (m *Multi) carried(ctx context.Context) (string, bool) {
 	s := m.t.scheme.(*multiScheme)
 	for h := range liveHolds(ctx, m.t.c) {
-		for _, key := range exclusiveKeys(h) {
+		for _, key := range h.t.scheme.exclusive(h.t) {
 			if i := slices.Index(s.lockKeys, key); i >= 0 {
-				return s.names[i], true
+				return s.named[i], true
 			}
 		}
 	}
 	return "", false
-}
-
-// multiScheme: a Mutex's lock key and fencing counter for every name, all taken, renewed
-// and released by one script (the names of one part share a hash slot).
-type multiScheme struct {
-	names []string        // in the order the scripts take them
-	keys  []keyspace.Keys // of each name
-	part  int             // the part's place in its MultiMutex's parts; -1 for the whole of it
-
-	// Script keys and arguments, made (and boxed) once; read-only.
-	lockKeys    []string // each name's lock key
-	extendKeys  []string // each name's lock key, then the first's gone (multi_extend)
-	acquireKeys []string // lock key and fencing counter of each name, then the first's gone (multi_acquire)
-	releaseKeys []string // lock key, turn list, fencing counter, asks, gone of each (multi_release)
-	fenceKeys   []string // each name's fencing counter (fence_raise)
-	channelArgs []any    // each name's channel (multi_release)
-
-	extendKeyArgs, acquireKeyArgs, releaseKeyArgs []any
-}
-
-func newMultiScheme(names []namedKeys, part int) *multiScheme {
-	s := &multiScheme{part: part}
-	for _, n := range names {
-		k := n.keys
-		s.names = append(s.names, n.name)
-		s.keys = append(s.keys, k)
-		s.lockKeys = append(s.lockKeys, k.Lock)
-		s.acquireKeys = append(s.acquireKeys, k.Lock, k.Fence)
-		s.releaseKeys = append(s.releaseKeys, k.Lock, k.Turns, k.Fence, k.Asks, k.Gone)
-		s.fenceKeys = append(s.fenceKeys, k.Fence)
-		s.channelArgs = append(s.channelArgs, k.Channel)
-	}
-	s.extendKeys = slices.Clone(s.lockKeys)
-	if len(s.keys) > 0 { // a MultiMutex of no names returns that error, and runs no script
-		s.acquireKeys = append(s.acquireKeys, s.keys[0].Gone)
-		s.extendKeys = append(s.extendKeys, s.keys[0].Gone)
-	}
-	s.extendKeyArgs, s.acquireKeyArgs, s.releaseKeyArgs = boxed(s.extendKeys), boxed(s.acquireKeys), boxed(s.releaseKeys)
-	return s
-}
-
-func (*multiScheme) kind() string { return KindMulti }
-
-func (s *multiScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
-	s.acquireAbove(t, token, noFlagArg, call)
-}
-
-// acquireAbove is acquire with the smallest fencing token to give, as a decimal string
-// ("0": none); parts.go gives each part the largest token of the parts before it.
-func (s *multiScheme) acquireAbove(t *Target, token, floor any, call *batch.Call) {
-	call.Script = scripts.MultiAcquire
-	call.Keys, call.KeyArgs = s.acquireKeys, s.acquireKeyArgs
-	call.Args = []any{token, t.ttlArg, floor}
-}
-
-// release passes each name on as a Mutex release does, with the same turns.
-func (s *multiScheme) release(t *Target, token any, publish string, call *batch.Call) {
-	var turn any = noArg
-	if mutexTurns(t.c) {
-		turn = t.c.turn.arg
-	}
-	call.Script = scripts.MultiRelease
-	call.Keys, call.KeyArgs = s.releaseKeys, s.releaseKeyArgs
-	call.Args = append(append(make([]any, 0, 4+len(s.channelArgs)), token, publishArg(publish), turn, grantLengthArg), s.channelArgs...)
-}
-
-func (s *multiScheme) extend(_ *Target, token any, ttl string, call *batch.Call) {
-	call.Script = scripts.MultiExtend
-	call.Keys, call.KeyArgs = s.extendKeys, s.extendKeyArgs
-	call.Args = []any{token, ttl}
-}
-
-func (*multiScheme) leave(*Target, *request, *batch.Call) bool { return false }
-func (*multiScheme) need(n int) int                            { return quorum.Majority(n) }
-
-// channels are every name's release channel and keyspace channel: a MultiMutex takes no
-// turns, and listens as a Mutex waiter does to each name (routeGrants: another process's
-// turn or grant wakes it once that could have lapsed). Over several hash slots, only the
-// part that refused the last attempt wakes it (request.waitPart): a part given back by a
-// contender that waits for a later one must not wake another that waits for that later one
-// too, or the two would take and give back the earlier part to each other at every round
-// trip.
-func (s *multiScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
-	route := routeGrants("", nil, t.c.turn.length+time.Millisecond, min(t.cfg.TTL, grantLength)+time.Millisecond)
-	if s.part >= 0 {
-		lapse, me := route, int32(s.part)+1
-		route = func(payload string) time.Duration {
-			if w := r.waitPart.Load(); w != 0 && w != me {
-				return -1
-			}
-			return lapse(payload)
-		}
-	}
-	out := make([]notify.Channel, 0, 2*len(s.keys))
-	for _, k := range s.keys {
-		keyspace := n.keyspaceChannel(k.Lock)
-		keyspace.Route = route
-		out = append(out, notify.Channel{Name: k.Channel, Sharded: n.cluster, Route: route}, keyspace)
-	}
-	return out
-}
-
-func (*multiScheme) policy() policy { return policy{allOrNone: true} }
-
-// fenceKeys are the fencing counters that an acquisition of t sets, which a quorum raises
-// to the majority's token (settleFence): the lock's own, or every name's of a MultiMutex.
-func fenceKeys(t *Target) []string {
-	if s, ok := t.scheme.(*multiScheme); ok {
-		return s.fenceKeys
-	}
-	return []string{t.keys.Fence}
-}
-
-// tokens is each name's fencing token of h (Lease.Tokens): the lock's name, or every name
-// of a MultiMutex, with the hold's token. A MultiMutex gives all its names one token, above
-// each name's earlier ones (multi_acquire.lua, and acquireParts over several slots).
-func tokens(h *Hold) map[string]uint64 {
-	s, ok := h.t.scheme.(*multiScheme)
-	if !ok {
-		return map[string]uint64{h.t.name: h.fence}
-	}
-	out := make(map[string]uint64, len(s.names))
-	for _, name := range s.names {
-		out[name] = h.fence
-	}
-	return out
 }

@@ -76,9 +76,9 @@ func (n *Node) keyspaceChannel(key string) notify.Channel {
 	return notify.Channel{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, key)}
 }
 
-// releaseChannel is where releases of a lock are published.
-func (n *Node) releaseChannel(t *Target) notify.Channel {
-	return notify.Channel{Name: t.keys.Channel, Sharded: n.cluster}
+// releaseChannel is the channel, on n, where the releases of a lock are published.
+func (n *Node) releaseChannel(name string) notify.Channel {
+	return notify.Channel{Name: name, Sharded: n.cluster}
 }
 
 // silent reports whether the node missed a recent poll and has not replied since.
@@ -92,7 +92,7 @@ func (n *Node) silent() bool {
 func (n *Node) missed(timeout time.Duration) {
 	now := monoNow()
 	if was := n.silentUntil.Swap(now + int64(silentPolls*timeout)); was == 0 || now >= was {
-		n.silenced() // once per silence: only the call that began it saw it not silent
+		nodeSilent(n.observers, n.Name) // once per silence: only the call that began it saw it not silent
 	}
 }
 

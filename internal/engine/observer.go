@@ -2,12 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
-
-	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
 // An Observer is told what the engine does; the public package turns each report into its
@@ -93,48 +89,45 @@ type HandOffReport struct {
 	Local      bool
 }
 
-// reasonExpired is why a hold whose deadline passed ended: the one reason that makes a
-// loss LossExpired.
-const reasonExpired = "its deadline passed without a successful renewal"
-
 // observed reports whether c has observers: the one check on the path of a Lock.
-func (c *Client) observed() bool { return len(c.cfg.Observers) > 0 }
+func observed(c *Client) bool { return len(c.cfg.Observers) > 0 }
 
 // Waits and attempts.
 
-// observedLock is acquire told to c's observers: WaitStarted, then the attempts, then
-// WaitEnded, which delivers a lease's hold (announce).
-func (r *request) observedLock(ctx context.Context) (*Lease, error) {
-	t, c := r.t, r.t.c
-	name, kind := t.name, t.scheme.kind()
+// waitStarted tells c's observers that a Lock call began, and returns when.
+func waitStarted(c *Client, ctx context.Context, name, kind string) time.Time {
 	for _, o := range c.cfg.Observers {
 		o.WaitStarted(ctx, name, kind)
 	}
-	start := time.Now()
-	lease, err := r.acquire(ctx)
-	rep := WaitReport{Ctx: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: r.attempts, Err: err}
-	if lease == nil {
+	return time.Now()
+}
+
+// waitEnded tells c's observers that a Lock call that began at start ended after attempts
+// attempts, with the hold h it delivered (nil for none) or err. A hold's WaitEnded is sent
+// under its holdObs's mutex, then the hold's events that happened before it (announce).
+func waitEnded(c *Client, ctx context.Context, name, kind string, start time.Time, attempts int, h *Hold, err error) {
+	rep := WaitReport{Ctx: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: attempts, Err: err}
+	if h == nil {
 		for _, o := range c.cfg.Observers {
 			o.WaitEnded(rep)
 		}
-		return lease, err
+		return
 	}
-	rep.Token = lease.h.fence
-	lease.h.obs.announce(c.cfg.Observers, rep)
-	return lease, err
+	rep.Token = h.fence
+	h.obs.announce(c.cfg.Observers, rep)
 }
 
-// attempted counts the attempt a, judged vd from the votes v, tells the observers, and
-// returns a.
-func (r *request) attempted(lockCtx context.Context, a attempt, v *votes, vd verdict) attempt {
+// attempted counts the attempt a of r, judged vd from the votes v, tells the observers,
+// and returns a.
+func attempted(lockCtx context.Context, r *request, a attempt, v *votes, vd verdict) attempt {
 	r.attempts++
-	c := r.t.c
-	if !c.observed() {
+	t, c := r.t, r.t.c
+	if !observed(c) {
 		return a
 	}
-	rep := AttemptReport{Ctx: lockCtx, Name: r.t.name, Kind: r.t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
+	rep := AttemptReport{Ctx: lockCtx, Name: t.name, Kind: t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
 	if rep.Err == nil {
-		rep.Err = nodeTrouble(c, v, r.t.name, r.t.scheme.need(len(c.nodes)))
+		rep.Err = nodeTrouble(c, v, t.name, t.scheme.need(len(c.nodes)))
 	}
 	for _, o := range c.cfg.Observers {
 		o.Attempted(rep)
@@ -161,7 +154,7 @@ func publicVerdict(vd verdict, a attempt) int {
 // nodeTrouble is the error of the nodes that failed or did not answer an attempt that
 // reached a verdict anyway (on a quorum); nil when every node answered.
 func nodeTrouble(c *Client, v *votes, name string, need int) error {
-	nodes := v.problems(c)
+	nodes := v.problems(c.nodes)
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -175,19 +168,21 @@ func nodeTrouble(c *Client, v *votes, name string, need int) error {
 // end, sent from different goroutines, arrive in the order they happened, and none before
 // the WaitEnded that delivered the hold (announced).
 type holdObs struct {
+	obs       []Observer
 	mu        sync.Mutex
 	since     time.Time // when the hold was acquired, granted or handed over; set once
 	announced bool      // guarded by mu: its WaitEnded was sent; later events are sent at once
+	ended     bool      // guarded by mu: its HoldEnded was sent, or is waiting in pending
 	pending   []any     // guarded by mu: the HoldReport and RenewalReports that wait for announced
 	failures  int       // guarded by mu: renewals failed in a row
 }
 
-// newHoldObs returns the observers' side of a new hold, or nil when c has no observers.
-func (c *Client) newHoldObs() *holdObs {
-	if !c.observed() {
+// newHoldObs returns the observers' side of a new hold of c, or nil when c has none.
+func newHoldObs(c *Client) *holdObs {
+	if !observed(c) {
 		return nil
 	}
-	return &holdObs{since: time.Now()}
+	return &holdObs{obs: c.cfg.Observers, since: time.Now()}
 }
 
 // announce sends rep, the WaitEnded that delivers the hold, then the hold's events that
@@ -202,9 +197,9 @@ func (o *holdObs) announce(obs []Observer, rep WaitReport) {
 	for _, p := range o.pending {
 		switch r := p.(type) {
 		case HoldReport:
-			o.endLocked(obs, r)
+			o.endLocked(r)
 		case RenewalReport:
-			o.renewalLocked(obs, r)
+			o.renewalLocked(r)
 		}
 	}
 	o.pending = nil
@@ -213,29 +208,28 @@ func (o *holdObs) announce(obs []Observer, rep WaitReport) {
 // endLocked sends rep now, or after the hold's WaitEnded if that is still to come; so
 // does renewalLocked. The caller holds o.mu. A report is boxed only to wait (pending):
 // sent at once, it costs no allocation.
-func (o *holdObs) endLocked(obs []Observer, rep HoldReport) {
+func (o *holdObs) endLocked(rep HoldReport) {
 	if !o.announced {
 		o.pending = append(o.pending, rep)
 		return
 	}
-	for _, x := range obs {
+	for _, x := range o.obs {
 		x.HoldEnded(rep)
 	}
 }
 
-func (o *holdObs) renewalLocked(obs []Observer, rep RenewalReport) {
+func (o *holdObs) renewalLocked(rep RenewalReport) {
 	if !o.announced {
 		o.pending = append(o.pending, rep)
 		return
 	}
-	for _, x := range obs {
+	for _, x := range o.obs {
 		x.Renewal(rep)
 	}
 }
 
-// reportEnd tells the observers that h ended with err, for reason (see Hold.end).
-func (h *Hold) reportEnd(err error, reason string) {
-	o := h.obs
+// reportEnd tells the observers that a hold ended with err, for reason (see Hold.end).
+func reportEnd(o *holdObs, ctx context.Context, name, kind string, token uint64, err error, reason string) {
 	if o == nil {
 		return
 	}
@@ -246,10 +240,33 @@ func (h *Hold) reportEnd(err error, reason string) {
 	case err == ErrLost:
 		cause = LossTaken
 	}
-	rep := HoldReport{Ctx: h.ctx, Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
+	rep := HoldReport{Ctx: ctx, Name: name, Kind: kind, Token: token, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.endLocked(h.c.cfg.Observers, rep)
+	o.ended = true
+	o.endLocked(rep)
+}
+
+// renewal tells the observers of a renewal of a hold that has not ended (its end was, or
+// is about to be, sent instead): with err, one more failure; without, a recovery, if it
+// had failed. left is the time the hold has left.
+func (o *holdObs) renewal(name, kind string, token uint64, left time.Duration, err error) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ended || (err == nil && o.failures == 0) {
+		return
+	}
+	rep := RenewalReport{Name: name, Kind: kind, Token: token, Err: err, Left: left}
+	if err == nil {
+		rep.Recovered, rep.Failures, o.failures = true, o.failures, 0
+	} else {
+		o.failures++
+		rep.Failures = o.failures
+	}
+	o.renewalLocked(rep)
 }
 
 // handedOff tells the observers that h, if not nil, was handed to the caller: by a
@@ -261,85 +278,15 @@ func handedOff(h *Hold, local bool) *Hold {
 		return h
 	}
 	rep := HandOffReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Local: local}
-	for _, o := range h.c.cfg.Observers {
+	for _, o := range h.obs.obs {
 		o.HandedOff(rep)
 	}
 	return h
 }
 
-// Renewals.
-
-// renewReplies locates one hold's replies in a renewal batch (renewals.send): its outcome
-// (renewals.apply), and the error of its failed renewal for the observers.
-type renewReplies struct {
-	calls    [][]*batch.Call
-	answered []bool
-	i        int
-}
-
-// renewalFailed counts a failed renewal of h, which ok nodes confirmed, and tells the
-// observers, unless h has ended (its end was, or is about to be, sent instead).
-func (h *Hold) renewalFailed(ok int, at renewReplies) {
-	o := h.obs
-	if o == nil {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if h.ended() {
-		return
-	}
-	o.failures++
-	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Failures: o.failures, Left: time.Until(h.validUntil())}
-	rep.Err = renewalError(h, ok, at)
-	o.renewalLocked(h.c.cfg.Observers, rep)
-}
-
-// renewalSucceeded tells the observers that h was renewed after failures, if it had
-// failed and still holds.
-func (h *Hold) renewalSucceeded() {
-	o := h.obs
-	if o == nil {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.failures == 0 || h.state() != nil {
-		return
-	}
-	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Recovered: true, Failures: o.failures, Left: time.Until(h.validUntil())}
-	o.failures = 0
-	o.renewalLocked(h.c.cfg.Observers, rep)
-}
-
-// renewalError says why h's renewal failed: the nodes that failed or did not answer, or,
-// when enough confirmed it, that they did so after its deadline.
-func renewalError(h *Hold, ok int, at renewReplies) error {
-	c := h.c
-	var nodes []Failure
-	for node, calls := range at.calls {
-		switch {
-		case !at.answered[node]:
-			nodes = append(nodes, Failure{Addr: c.nodes[node].Name, Err: errNoAnswer})
-		case calls[at.i].Err != nil:
-			nodes = append(nodes, Failure{Addr: c.nodes[node].Name, Err: calls[at.i].Err})
-		}
-	}
-	need := h.t.scheme.need(len(c.nodes))
-	if len(nodes) == 0 && ok >= need {
-		return fmt.Errorf("dlock: renew %q: confirmed too late: the lease's deadline had passed", h.t.name)
-	}
-	return c.pub.Error(Shortfall{Op: "renew", Name: h.t.name, Agreed: ok, Needed: need, Total: len(c.nodes), Nodes: nodes})
-}
-
-// errNoAnswer is the failure of a node that did not answer a renewal in time.
-var errNoAnswer = errors.New("no answer in time (down, unreachable, hung or slow)")
-
-// Nodes.
-
-// silenced tells the observers that n has just become silent (Node.missed).
-func (n *Node) silenced() {
-	for _, o := range n.observers {
-		o.NodeSilent(n.Name)
+// nodeSilent tells observers that the node at addr has just become silent (Node.missed).
+func nodeSilent(observers []Observer, addr string) {
+	for _, o := range observers {
+		o.NodeSilent(addr)
 	}
 }

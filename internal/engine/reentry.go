@@ -46,37 +46,24 @@ func carried(ctx context.Context, c *Client, kind, lockKey string) (same, other 
 		switch {
 		case h.t.scheme.kind() == kind && h.t.keys.Lock == lockKey:
 			return h, nil
-		case other == nil && slices.Contains(exclusiveKeys(h), lockKey):
+		case other == nil && slices.Contains(h.t.scheme.exclusive(h.t), lockKey):
 			other = h
 		}
 	}
 	return nil, other
 }
 
-// exclusiveKeys are the lock keys h holds alone: a Mutex, FairMutex, RWMutex writer,
-// TimestampMutex or MultiMutex of any of these names waits until h ends. A reader or a
-// semaphore permit holds none: it shares its key.
-func exclusiveKeys(h *Hold) []string {
-	switch s := h.t.scheme.(type) {
-	case *multiScheme:
-		return s.lockKeys
-	case mutexScheme, fairScheme, writeScheme, stampScheme:
-		return h.t.lockKeys
-	}
-	return nil
-}
-
 // waitsFor reports whether a Lock of r would wait for other, a hold of another kind on
 // r's lock key (carried). A Semaphore finds that key of another type, and a
 // TimestampMutex finds that it holds no deadline (ErrNotTimestamp): both fail at once,
 // unless the TimestampMutex queues behind other in this process first (the local queue is
-// by lock key: coordinator.go). An RLock under its RWMutex's write lease downgrades.
-func (r *request) waitsFor(other *Hold) bool {
+// by lock key: queue.go). An RLock under its RWMutex's write lease downgrades.
+func waitsFor(r *request, other *Hold) bool {
 	switch r.t.scheme.kind() {
 	case KindSemaphore:
 		return false
 	case KindTimestamp:
-		return other.t.coord != nil
+		return other.t.share.queues()
 	case KindRead:
 		return other.t.scheme.kind() != KindWrite
 	}
@@ -87,16 +74,16 @@ func (r *request) waitsFor(other *Hold) bool {
 // or nil: other (carried) holds r's lock key alone and r waits for it (waitsFor), or the
 // permits of r's semaphore that they hold leave too few for r (a Semaphore is not
 // re-entrant). A try does not wait: it fails as it would for anyone's lease.
-func (r *request) waitsForItself(ctx context.Context, other *Hold) error {
+func waitsForItself(ctx context.Context, r *request, other *Hold) error {
 	t := r.t
 	switch {
 	case r.try:
 		return nil
-	case other != nil && r.waitsFor(other):
+	case other != nil && waitsFor(r, other):
 		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: %s",
 			t.name, other.t.scheme.kind(), t.scheme.kind(), selfWaitAdvice)
 	}
-	if s, ok := t.scheme.(semaphoreScheme); ok {
+	if s, ok := t.scheme.(*semaphoreScheme); ok {
 		if held := heldPermits(ctx, t); held+r.n > s.size {
 			return fmt.Errorf("dlock: semaphore %q: ctx carries live leases of this Client on %d of its %d permits, and this Acquire of %d would wait for itself: unlock them first, or acquire with a context that does not carry them",
 				t.name, held, s.size, r.n)
@@ -149,8 +136,7 @@ func (v *leaseValues) Value(key any) any {
 // newInnerLease returns a re-entrant lease sharing h. Its context ends when it is unlocked
 // or when h ends, whichever comes first, even if lockCtx no longer propagates h's end.
 func newInnerLease(h *Hold, lockCtx context.Context) *Lease {
-	l := h.c.pub.NewLease()
-	l.h = h
+	l := &Lease{h: h}
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(lockCtx))
 	l.cancel = cancel
 	l.stop = context.AfterFunc(h.ctx, func() { cancel(context.Cause(h.ctx)) })

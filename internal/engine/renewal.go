@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -26,14 +27,15 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 	replies, answered := b.send(c)
 	b.heard(c, replies, answered)
 	now := time.Now()
+	v, _ := newVotes(len(c.nodes), 1)
 	for i := 0; i < len(b.holds); {
-		i = b.apply(c, renewReplies{replies, answered, i}, now)
+		i = b.apply(c, v, replies, answered, i, now)
 	}
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
-// with the number and length of its renewal (see hold.nextRenewal). A MultiMutex
-// over several hash slots is there once per part, in a row, with the part in targets.
+// with the number and length of its renewal (see hold.nextRenewal). A MultiMutex over
+// several hash slots is there once per part, in a row, with the part in targets.
 type renewals struct {
 	holds   []*Hold
 	targets []*Target // what holds[i] renews: its Target, or one part of it
@@ -56,11 +58,11 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if !live {
 			continue
 		}
-		if h.t.parts == nil {
-			b.add(h, h.t, seq, ttl)
-		}
 		for _, p := range h.t.parts {
-			b.add(h, p, seq, ttl)
+			b.holds = append(b.holds, h)
+			b.targets = append(b.targets, p)
+			b.ttls = append(b.ttls, ttl)
+			b.seqs = append(b.seqs, seq)
 		}
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
@@ -69,17 +71,11 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 	return b
 }
 
-// add appends the renewal of h's Target t (h.t, or one part of it).
-func (b *renewals) add(h *Hold, t *Target, seq uint64, ttl time.Duration) {
-	b.holds = append(b.holds, h)
-	b.targets = append(b.targets, t)
-	b.ttls = append(b.ttls, ttl)
-	b.seqs = append(b.seqs, seq)
-}
-
 // send sends b and waits for the replies. replies[node][i] is node's answer for
 // b.holds[i]; a node counts (answered) once it has answered every call. A call not written
-// by the time the verdict is due is not sent at all.
+// by the time the verdict is due is not sent at all. Unlike poll, it sends every hold's
+// call to a node in one write (batch.SendAll), which never blocks: a batch may renew
+// thousands of leases, and a hung server must not hold up the verdict.
 func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	n := len(c.nodes)
 	replies = make([][]*batch.Call, n)
@@ -94,7 +90,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 			t.scheme.extend(t, h.token, ms(b.ttls[i].Milliseconds()), calls[i])
 		}
 		replies[node] = calls
-		c.batchers[node].SendAll(calls) // one write; never blocks: a hung server must not hold up the verdict
+		c.batchers[node].SendAll(calls)
 	}
 	answered = make([]bool, n)
 	missing := make([]int, n) // calls of each node not yet answered
@@ -106,7 +102,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	for waiting := n; waiting > 0; {
 		select {
 		case call := <-answers:
-			c.foldAck(call) // a renewal not replicated failed: retried until the deadline
+			foldAck(c.cfg.Acks, call) // a renewal not replicated failed: retried until the deadline
 			if missing[call.Node]--; missing[call.Node] == 0 {
 				answered[call.Node] = true
 				waiting--
@@ -118,103 +114,84 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 	return replies, answered
 }
 
-// heard tells each node of a quorum whether it answered the batch, as a poll does
-// (votes.record): one that let the batch wait the whole timeout in vain, at least its
-// per-node timeout, is silent, and one that replied is not. Renewals never wait less for
-// a silent node, and an attempt waits less for one only to end sooner, never to grant.
+// heard tells each node of a quorum whether it answered the batch, as a poll that waited
+// its whole timeout does (votes.record): one that let the batch wait in vain, at least its
+// per-node timeout, is silent, and one that replied is not.
 func (b *renewals) heard(c *Client, replies [][]*batch.Call, answered []bool) {
-	if len(c.nodes) == 1 {
-		return
-	}
-	timeout := c.nodeTimeout(b.minTTL)
-	for node, n := range c.nodes {
-		switch {
-		case !answered[node]:
-			n.missed(timeout)
-		case isReply(replies[node][0].Err):
-			n.replied()
+	v, _ := newVotes(len(c.nodes), 1)
+	for node, calls := range replies {
+		if answered[node] {
+			v.tally(node, calls[0].Val, calls[0].Err)
 		}
 	}
+	v.record(c.nodes, nil, nodeTimeout(c, b.minTTL))
 }
 
-// counted counts the nodes that renewed the hold at.i and those that no longer hold it,
-// and returns the index after it. A MultiMutex over several hash slots is in b once per
-// part, in a row: it is renewed only if every part is, and lost if any part is.
-// worst is the index of the part that the fewest nodes renewed, whose replies say why a
-// renewal failed.
-func (b *renewals) counted(at renewReplies) (ok, gone, next, worst int) {
-	ok, gone = countRenewed(at.calls, at.answered, at.i)
-	next, worst = at.i+1, at.i
-	for ; next < len(b.holds) && b.holds[next] == b.holds[at.i]; next++ {
-		partOK, partGone := countRenewed(at.calls, at.answered, next)
-		if partOK < ok {
-			worst = next
-		}
-		ok, gone = min(ok, partOK), max(gone, partGone)
+// count counts, in v, the nodes' answers for the hold at b.holds[i], and returns the index
+// after it. A MultiMutex over several hash slots is in b once per part, in a row: each
+// node's answer folds its parts' (nodeAnswer), so it is renewed only if every part is,
+// and gone if any part is. A node that did not answer every call is unanswered.
+func (b *renewals) count(v *votes, replies [][]*batch.Call, answered []bool, i int) (next int) {
+	next = i + 1
+	for next < len(b.holds) && b.holds[next] == b.holds[i] {
+		next++
 	}
-	return ok, gone, next, worst
-}
-
-// countRenewed counts the nodes that renewed the hold numbered i and those that no longer
-// hold it, among the nodes that answered.
-func countRenewed(replies [][]*batch.Call, answered []bool, i int) (ok, gone int) {
+	v.reset(b.start)
 	for node, calls := range replies {
 		if !answered[node] {
 			continue
 		}
-		switch call := calls[i]; {
-		case call.Err != nil:
-		case call.Val == 1:
-			ok++
-		default:
-			gone++
+		a := nodeAnswer{left: next - i}
+		for _, call := range calls[i:next] {
+			a.add(call.Val, call.Err)
 		}
+		v.tally(node, a.val, a.err)
 	}
-	return ok, gone
+	return next
 }
 
-// apply applies the outcome of the renewal of the hold at.i, whose replies at locates, at
-// now: it proves the key lives until the renewal's deadline if a majority renewed it; a
-// majority that no longer holds it loses the hold; anything else is retried. It returns
-// the index of the next hold in b.
-func (b *renewals) apply(c *Client, at renewReplies, now time.Time) (next int) {
-	h, ttl := b.holds[at.i], b.ttls[at.i]
-	ok, gone, next, worst := b.counted(at)
+// apply applies the outcome of the renewal of the hold at b.holds[i] at now: it proves the
+// key lives until the renewal's deadline if a majority renewed it; a majority that no
+// longer holds it loses the hold; anything else is retried. It returns the index of the
+// next hold in b.
+func (b *renewals) apply(c *Client, v *votes, replies [][]*batch.Call, answered []bool, i int, now time.Time) (next int) {
+	h, ttl := b.holds[i], b.ttls[i]
+	next = b.count(v, replies, answered, i)
 	deadline := quorum.Deadline(b.start, ttl, c.cfg.DriftFactor)
 	n := len(c.nodes)
 	need := h.t.scheme.need(n)
 	switch {
-	case ok >= need && now.Before(deadline):
-		if !h.renewed(b.seqs[at.i], b.start, deadline) {
+	case v.yes >= need && now.Before(deadline):
+		if !h.renewed(b.seqs[i], b.start, deadline) {
 			// Moot (a shortening Extend was sent meanwhile): renew again now, with the new
 			// length. A hold that has ended is no longer scheduled.
 			c.sched.Retry(&h.entry, now)
 		}
 		h.renewalSucceeded()
-	case gone > n-need:
+	case v.no > n-need:
 		h.lost("renewal found the key no longer holds its token (expired, deleted or taken)")
 	default:
-		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", ok, "need", need)
+		c.cfg.Logger.Debug("dlock: renewal failed; retrying", "name", h.t.name, "ok", v.yes, "need", need)
 		c.sched.Retry(&h.entry, now.Add(max(ttl/12, minBackoff)))
-		h.renewalFailed(ok, renewReplies{at.calls, at.answered, worst})
+		h.renewalFailed(renewalError(c, h, v, need))
 	}
 	return next
 }
 
-// renewTimeout is how long a renewal waits for the nodes' replies: a hung node must not
-// hold up the others' verdict for long.
-func renewTimeout(c *Client, ttl time.Duration) time.Duration {
-	return min(ttl/3, max(4*c.nodeTimeout(ttl), 50*time.Millisecond))
+// renewalError says why h's renewal, whose answers v counted, failed: the nodes that
+// failed or did not answer, or, when enough confirmed it, that they did so after its
+// deadline.
+func renewalError(c *Client, h *Hold, v *votes, need int) error {
+	nodes := v.problems(c.nodes)
+	if len(nodes) == 0 && v.yes >= need {
+		return fmt.Errorf("dlock: renew %q: confirmed too late: the lease's deadline had passed", h.t.name)
+	}
+	return c.pub.Error(Shortfall{Op: "renew", Name: h.t.name, Agreed: v.yes, Needed: need, Total: len(c.nodes), Nodes: nodes})
 }
 
 // expire ends a lease whose deadline passed: exclusivity can no longer be guaranteed,
-// whether or not Redis can be reached. The key may outlive the lease (an Extend shortened
-// the lease, not the key; a renewal landed after the deadline): it is given back if it
-// still holds the token, so that waiters need not wait for it to expire. A token is never
-// reused, so that release is harmless whenever it lands.
+// whether or not Redis can be reached. Its end hook gives the key back if it still holds
+// the token (newTarget).
 func expire(e *renew.Entry) {
-	h := e.Value.(*Hold)
-	if h.end(ErrLost, reasonExpired) && !h.t.policy.allOrNone { // allOrNone: end gives it back
-		h.t.releaseAbandoned(h.token, true)
-	}
+	e.Value.(*Hold).end(ErrLost, reasonExpired)
 }

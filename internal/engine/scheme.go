@@ -7,13 +7,15 @@ import (
 	"github.com/seed51c676c8/dlock/internal/notify"
 )
 
-// A scheme is how one kind of lock lives in Redis: which scripts take, renew and release
-// it, with which keys and arguments, and how its waiters wait. The engine (attempt.go,
-// wait.go, hold.go, renewal.go) is the same for every kind.
+// A scheme is one kind of lock: how it lives in Redis (which scripts take, renew and
+// release it, with which keys and arguments), how its waiters wait, and how the goroutines
+// of one process share it (its sharing). The engine (attempt.go, wait.go, hold.go,
+// renewal.go) is the same for every kind and asks the scheme; a kind is its scheme's file
+// and the constructor there that registers it (NewMutex, NewFairMutex...).
 type scheme interface {
 	kind() string
-	// acquire prepares one attempt of r with the holder token of the attempt.
-	acquire(t *Target, r *request, token any, call *batch.Call)
+	// acquire prepares one attempt of r with the ticket a.
+	acquire(t *Target, r *request, a *ticket, call *batch.Call)
 	// release prepares the end of the hold with token; publish is the publish command, or
 	// "" to wake no one.
 	release(t *Target, token any, publish string, call *batch.Call)
@@ -27,23 +29,37 @@ type scheme interface {
 	need(n int) int
 	// channels are what a waiter listens on, on node n.
 	channels(t *Target, r *request, n *Node) []notify.Channel
-	// policy is how the kind waits and shares, apart from its scripts.
+	// policy is how the kind waits, apart from its scripts.
 	policy() policy
-}
-
-// A tokenMaker is a scheme whose holders are not known by a fresh random token
-// (attemptToken): it makes the token of each attempt on t (TimestampMutex: the deadlines
-// that its hold writes).
-type tokenMaker interface {
+	// sharing is how the goroutines of this process share t's key (sharing.go).
+	sharing(t *Target) sharing
+	// newToken makes the holder token of an attempt that is no claim (random.go's
+	// newToken, or the TimestampMutex's stamp).
 	newToken(t *Target) any
+	// wrapError marks a failed attempt's error, as Lock returns it and the observers see
+	// it (the TimestampMutex's ErrNotTimestamp); most kinds return it as it is.
+	wrapError(err error) error
+	// exclusive are the lock keys a hold of t holds alone: a Lock of any kind on one of
+	// them waits until the hold ends (reentry.go). A reader or a permit holds none.
+	exclusive(t *Target) []string
+	// names are the names a hold of t holds, each with the hold's fencing token
+	// (Lease.Tokens); fenceKeys are their counters, which a quorum raises to the
+	// majority's token (fence.go).
+	names(t *Target) []string
+	fenceKeys(t *Target) []string
 }
 
-// An errorWrapper is a scheme that marks some of its nodes' errors (TimestampMutex: a key
-// that holds no deadline wraps ErrNotTimestamp): a failed attempt's error, as Lock returns
-// it and the observers see it, is what wrapError makes of it.
-type errorWrapper interface {
-	wrapError(err error) error
-}
+// plain gives a scheme the common answers: a random token, errors as they are, every name
+// its own (the lock's).
+type plain struct{}
+
+func (plain) newToken(*Target) any                      { return newToken() }
+func (plain) wrapError(err error) error                 { return err }
+func (plain) leave(*Target, *request, *batch.Call) bool { return false }
+func (plain) names(t *Target) []string                  { return []string{t.name} }
+func (plain) fenceKeys(t *Target) []string              { return t.fenceKeys }
+func (plain) exclusive(t *Target) []string              { return t.lockKeys }
+func (plain) sharing(*Target) sharing                   { return alone{} }
 
 // The kinds of lock as the engine's reports name them (scheme.kind; dlock's event kinds).
 const (
@@ -56,40 +72,21 @@ const (
 	KindMulti     = "multi"
 )
 
-// A policy is what the engine asks of a kind beyond its scripts: how its waiters are
-// known in Redis, how the goroutines of one process share the key, and whether a Lock may
-// join a hold its ctx carries. Each kind declares one, next to its scripts.
+// A policy is what the engine asks of a kind beyond its scripts and its sharing. Each
+// kind declares one, next to its scripts.
 type policy struct {
 	// waitList: each request has an id (request.waiter) in a wait list in Redis, which its
 	// attempts refresh, at least every waiterRefresh, and which it leaves (scheme.leave)
 	// when it gives up. FairMutex, Semaphore, RWMutex writers.
 	waitList bool
-	// claim: every attempt asks with the request's waiter id, and a release may hand the
-	// lock to that id while the attempt is out (FairMutex): an attempt is never undone,
-	// only left. Implies waitList.
-	claim bool
 	// reentrant: a Lock whose ctx carries a live lease of the lock joins its hold.
 	reentrant bool
-	// coordinate: how the goroutines of one process share the key (coordinator.go).
-	coordinate coordination
-	// allOrNone: the hold is of several names at once (MultiMutex), and a hold lost on one
-	// gives the others back rather than keep them until they expire (Hold.end).
-	allOrNone bool
 	// track: the lock key is a string that clients of other libraries also take (SET NX,
 	// SETNX) and release (DEL, a script, GETSET), which publishes nothing: waiters track it
 	// with CLIENT TRACKING, or re-check where a server refuses it (tracking.go). Mutex,
 	// TimestampMutex.
 	track bool
 }
-
-// coordination is how the goroutines of one process share a lock key.
-type coordination int
-
-const (
-	alone        coordination = iota // each asks Redis on its own: no coordinator
-	queueLocally                     // they queue locally; only the head asks Redis (RWMutex writers)
-	hotKey                           // queueLocally, plus hand-off and turns (Mutex)
-)
 
 // Wait-list entries live this long unless their waiter refreshes them, which it does every
 // waiterRefresh: a waiter that dies is skipped within waiterTTL.
@@ -117,3 +114,12 @@ func flagArg(b bool) any {
 
 // publishArg boxes a publish command (PUBLISH, SPUBLISH or "") without allocating.
 func publishArg(cmd string) any { return publishArgs[cmd] }
+
+// boxed returns keys as go-redis takes them (batch.Call.KeyArgs), boxed once.
+func boxed(keys []string) []any {
+	b := make([]any, len(keys))
+	for i, k := range keys {
+		b[i] = k
+	}
+	return b
+}

@@ -2,105 +2,68 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"time"
 
-	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
-// Target is what every lock handle has in common: which lock, and how to hold it.
+// Target is what every lock handle has in common: which lock, and how to hold it. Each
+// kind's constructor makes one with its scheme (newTarget); what is the kind's own lives in
+// the scheme and in its sharing.
 type Target struct {
 	c      *Client
 	scheme scheme
-	policy policy       // scheme.policy()
-	coord  *coordinator // how this process's goroutines share the key; nil: they do not
+	policy policy  // scheme.policy()
+	share  sharing // scheme.sharing(): how this process's goroutines share the key
 	name   string
 	keys   keyspace.Keys
 	cfg    LockConfig
 	err    error // an invalid name or option, returned by every method
-	// parts: a MultiMutex over several Redis Cluster hash slots is one Target per slot,
-	// taken in this order (multi.go); nil for every other lock.
+	// parts are what each step sends a call for, on every node: the Target itself, or a
+	// MultiMutex over several Redis Cluster hash slots, one Target per slot, taken in this
+	// order (multi_parts.go).
 	parts []*Target
+	// attempt makes one attempt: acquireOnce, or a MultiMutex's over several hash slots.
+	attempt func(ctx, lockCtx context.Context, r *request) attempt
+	// hooks are what a hold of t does as it starts and ends (Hold.start, Hold.end).
+	hooks holdHooks
 
 	// Script arguments that do not change between calls, made (and boxed) once.
-	ttlArg           any      // cfg.TTL in milliseconds
-	turnsLifeArg     any      // Mutex: how long a turn list outlives its last change, in ms
-	turnIDArg        any      // Mutex: turnID()
-	channelArg       any      // keys.Channel
-	mutexKeys        []string // Mutex acquire: lock, fence, turns, asks, gone; read-only
-	mutexReleaseKeys []string // Mutex release: lock, turns, fence, asks, gone; read-only
-	lockKeys         []string // the lock key alone; read-only
-	extendKeys       []string // extend of a one-key kind (mutex_extend, stamp_extend): lock, gone; read-only
+	ttlArg     any      // cfg.TTL in milliseconds
+	lockKeys   []string // the lock key alone; read-only
+	extendKeys []string // lock, gone: the extend of a one-key kind (mutex_extend, stamp_extend); read-only
+	fenceKeys  []string // the fencing counter alone; read-only
 
 	// The same keys boxed for go-redis (batch.Call.KeyArgs), so that a call does not box
 	// them again.
-	mutexKeyArgs, mutexReleaseKeyArgs, lockKeyArgs, extendKeyArgs []any
+	lockKeyArgs, extendKeyArgs []any
 }
 
-func newTarget(c *Client, s scheme, name string, cfg LockConfig, cfgErr error) *Target {
-	t := &Target{c: c, scheme: s, policy: s.policy(), name: name, cfg: cfg, err: cfgErr}
-	t.coord = newCoordinator(t)
+// newTarget returns the Target of name whose scheme newScheme makes, once the Target's keys
+// are known; cfgErr is an invalid option.
+func newTarget(c *Client, name string, cfg LockConfig, cfgErr error, newScheme func(t *Target) scheme) *Target {
+	t := &Target{c: c, name: name, cfg: cfg, err: cfgErr, attempt: acquireOnce}
 	if t.err == nil {
 		t.keys, t.err = keyspace.For(c.cfg.Prefix, name)
 	}
+	t.parts = []*Target{t}
 	t.ttlArg = ms(t.cfg.TTL.Milliseconds())
-	// Waiters refresh the list at least once per holder's TTL (their expiry hint).
-	t.turnsLifeArg = ms(max(3*t.cfg.TTL, time.Minute).Milliseconds())
-	t.turnIDArg = t.coord.turnID()
-	t.channelArg = t.keys.Channel
-	t.mutexKeys = []string{t.keys.Lock, t.keys.Fence, t.keys.Turns, t.keys.Asks, t.keys.Gone}
-	t.mutexReleaseKeys = []string{t.keys.Lock, t.keys.Turns, t.keys.Fence, t.keys.Asks, t.keys.Gone}
 	t.lockKeys = []string{t.keys.Lock}
 	t.extendKeys = []string{t.keys.Lock, t.keys.Gone}
-	t.mutexKeyArgs, t.mutexReleaseKeyArgs = boxed(t.mutexKeys), boxed(t.mutexReleaseKeys)
+	t.fenceKeys = []string{t.keys.Fence}
 	t.lockKeyArgs, t.extendKeyArgs = boxed(t.lockKeys), boxed(t.extendKeys)
-	return t
-}
-
-func boxed(keys []string) []any {
-	b := make([]any, len(keys))
-	for i, k := range keys {
-		b[i] = k
-	}
-	return b
-}
-
-// releaseAbandoned releases token on every node without waiting for the replies: it undoes
-// a failed attempt. Nodes where the token is absent answer 0 and nothing changes. With
-// wake false it wakes no one: see mutex_release.lua. A node too backed up to take the call
-// lets the key expire by itself.
-func (t *Target) releaseAbandoned(token any, wake bool) {
-	for _, p := range t.parts {
-		p.releaseAbandoned(token, wake)
-	}
-	if t.parts != nil {
-		return
-	}
-	sendEvery(t.c, t.cfg.TTL, func(call *batch.Call) bool {
-		publish := ""
-		if wake {
-			publish = t.c.nodes[call.Node].PublishCommand()
+	t.hooks = holdHooks{start: c.local.adopt, end: func(h *Hold, _ error, reason string) {
+		c.local.forget(h)
+		if reason == reasonExpired {
+			// The key may outlive the lease (an Extend shortened the lease, not the key;
+			// a renewal landed after the deadline): it is given back if it still holds the
+			// token, so that waiters need not wait for it to expire. A token is never
+			// reused, so that release is harmless whenever it lands.
+			releaseAbandoned(h.t, h.token, true)
 		}
-		t.scheme.release(t, token, publish, call)
-		return true
-	})
-}
-
-// gaveUpAfter is gaveUp with what the last attempt ran into, if it failed.
-func (t *Target) gaveUpAfter(ctx context.Context, left time.Duration, lastErr error) error {
-	if lastErr == nil {
-		return t.gaveUp(ctx, left)
-	}
-	return fmt.Errorf("%w; the last attempt: %w", t.gaveUp(ctx, left), lastErr)
-}
-
-// gaveUp is the error of a wait that ctx ended; it wraps ctx.Err().
-func (t *Target) gaveUp(ctx context.Context, left time.Duration) error {
-	if left >= 0 {
-		return fmt.Errorf("dlock: lock %q: gave up waiting: %w (the holder's lease had %v left)", t.name, ctx.Err(), left)
-	}
-	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", t.name, ctx.Err())
+	}}
+	t.scheme = newScheme(t)
+	t.policy, t.share = t.scheme.policy(), t.scheme.sharing(t)
+	return t
 }
 
 // Lock acquires t: one attempt if try is set, else waiting until ctx is done.
@@ -121,18 +84,10 @@ func (t *Target) Name() string { return t.name }
 
 // LocalWaiters returns how many goroutines of t's Client wait for t in its local queue,
 // for tests.
-func (t *Target) LocalWaiters() int {
-	c := t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if q := c.queues[t.keys.Lock]; q != nil {
-		return len(q.waiters)
-	}
-	return 0
-}
+func (t *Target) LocalWaiters() int { return t.c.local.waiting(t.keys.Lock) }
 
 // LeaveTurns sends t's leave of the turns for a standing request with token ask, as the
-// last local waiter that gives up does, for tests.
+// last local waiter that gives up does, for tests. t is a Mutex.
 func (t *Target) LeaveTurns(ask string) {
-	t.coord.leaveTurns(&mutexAsk{token: ask})
+	withdraw(t, t.scheme.(*mutexScheme).mutexKeys, &mutexAsk{token: ask})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
@@ -63,7 +64,7 @@ type TimestampMutex struct {
 // NewTimestampMutex returns the engine of the TimestampMutex called name; cfgErr is an
 // invalid option. On a quorum Client every method returns an error.
 func NewTimestampMutex(c *Client, name string, cfg LockConfig, cfgErr error) *TimestampMutex {
-	t := newTarget(c, stampScheme{}, name, cfg, cfgErr)
+	t := newTarget(c, name, cfg, cfgErr, func(*Target) scheme { return stampScheme{} })
 	if t.err == nil && len(c.nodes) > 1 {
 		t.err = errTimestampQuorum
 	}
@@ -77,7 +78,7 @@ func (m *TimestampMutex) Lock(ctx context.Context, try bool) (*Lease, error) {
 }
 
 // stampScheme: a plain string key holding the holder's deadline (stamp_*.lua).
-type stampScheme struct{}
+type stampScheme struct{ plain }
 
 func (stampScheme) kind() string { return KindTimestamp }
 
@@ -85,12 +86,13 @@ func (stampScheme) newToken(t *Target) any {
 	return &stamp{book: &t.c.stamps, key: t.keys.Lock, id: newToken()}
 }
 
-func (stampScheme) acquire(t *Target, _ *request, token any, call *batch.Call) {
+func (stampScheme) acquire(t *Target, _ *request, a *ticket, call *batch.Call) {
 	now := time.Now()
-	deadline, _ := token.(*stamp).write(now, t.cfg.TTL)
+	s := a.token.(*stamp)
+	deadline, _ := s.write(now, t.cfg.TTL)
 	call.Script = scripts.StampAcquire
 	call.Keys = []string{t.keys.Lock, t.keys.Fence, t.keys.Gone}
-	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg, token.(*stamp).id}
+	call.Args = []any{ms(now.UnixMilli()), deadline, t.ttlArg, s.id}
 }
 
 // wrapError marks the error of an attempt that found a key holding no deadline, so that
@@ -105,7 +107,7 @@ func (stampScheme) wrapError(err error) error {
 func (stampScheme) release(t *Target, token any, publish string, call *batch.Call) {
 	call.Script = scripts.StampRelease
 	call.Keys, call.KeyArgs = t.lockKeys, t.lockKeyArgs
-	call.Args = append([]any{t.channelArg, publishArg(publish)}, token.(*stamp).release(time.Now())...)
+	call.Args = append([]any{t.keys.Channel, publishArg(publish)}, token.(*stamp).release(time.Now())...)
 }
 
 func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
@@ -117,16 +119,16 @@ func (stampScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	call.Args = append([]any{deadline, ttl, s.id}, owned...)
 }
 
-func (stampScheme) leave(*Target, *request, *batch.Call) bool { return false }
-func (stampScheme) need(n int) int                            { return mutexScheme{}.need(n) }
+func (stampScheme) need(n int) int { return quorum.Majority(n) }
 
 func (stampScheme) channels(t *Target, _ *request, n *Node) []notify.Channel {
-	return []notify.Channel{n.releaseChannel(t), n.keyspaceChannel(t.keys.Lock)}
+	return []notify.Channel{n.releaseChannel(t.keys.Channel), n.keyspaceChannel(t.keys.Lock)}
 }
 
-func (stampScheme) policy() policy {
-	return policy{reentrant: true, coordinate: queueLocally, track: true}
-}
+func (stampScheme) policy() policy { return policy{reentrant: true, track: true} }
+
+// sharing: a TimestampMutex queues locally, by lock key, with the other kinds of its name.
+func (stampScheme) sharing(t *Target) sharing { return queued{t} }
 
 // stamp is the token of a TimestampMutex hold: the deadlines it has written to the key.
 // Renewals and Extends rewrite the deadline, and several may be in flight at once and

@@ -42,12 +42,12 @@ type tracking struct {
 // when r's kind does not track (see above). It sends nothing to Redis on one deployment.
 func track(ctx context.Context, r *request, wake chan struct{}) *tracking {
 	t, c := r.t, r.t.c
-	if !t.policy.track || r.try || t.coord.takesTurns() {
+	if !t.policy.track || r.try || t.share.refreshes() {
 		return nil
 	}
 	tk := &tracking{keys: make([]*notify.Key, len(c.nodes)), backoff: minBackoff}
 	// Only a Cluster's slot map may need reading: bounded like a subscription.
-	sub, cancel := context.WithTimeout(ctx, max(c.nodeTimeout(t.cfg.TTL), 100*time.Millisecond))
+	sub, cancel := context.WithTimeout(ctx, max(nodeTimeout(c, t.cfg.TTL), 100*time.Millisecond))
 	defer cancel()
 	for i, n := range c.nodes {
 		k, err := n.hub.Track(sub, t.keys.Lock, t.keys.Lock, wake)
@@ -75,7 +75,7 @@ func (tk *tracking) arm(ctx context.Context, t *Target, nodes []int) (free bool)
 		return false
 	}
 	tk.blind = false
-	sub, cancel := context.WithTimeout(ctx, t.c.nodeTimeout(t.cfg.TTL))
+	sub, cancel := context.WithTimeout(ctx, nodeTimeout(t.c, t.cfg.TTL))
 	defer cancel()
 	// Room for every answer: an arm that comes in after the wait gave up must not block.
 	results := make(chan armed, len(nodes))

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
-	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
@@ -36,6 +34,9 @@ type votes struct {
 	only     []int
 	timeout  time.Duration
 	silenced bool
+	sent     int          // calls sent
+	seen     int          // replies counted
+	each     []nodeAnswer // by node, for a poll of several parts; nil for one
 
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
 	// deployment, which then allocates once.
@@ -58,10 +59,15 @@ type quorumVotes struct {
 
 func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] != nil }
 
-func newVotes(n int) (*votes, []batch.Call) {
+func newVotes(n, parts int) (*votes, []batch.Call) {
 	var v *votes
 	var calls []batch.Call
 	switch {
+	case parts > 1: // a MultiMutex over several hash slots: a call per part and node
+		v, calls = &votes{each: make([]nodeAnswer, n)}, make([]batch.Call, n*parts)
+		for i := range v.each {
+			v.each[i].left = parts
+		}
 	case n == 1:
 		v = &votes{}
 		calls = v.callsBuf[:]
@@ -80,36 +86,43 @@ func newVotes(n int) (*votes, []batch.Call) {
 	return v, calls
 }
 
-// poll sends one call to each node (all of them, or those listed in only) and counts the
-// replies until decide says the outcome is settled, every node answered, the per-node
-// timeout passed or ctx ended. Calls still outstanding then are abandoned, not cancelled;
-// the replies of silent nodes among them are heard (hearLate).
-func poll(ctx context.Context, c *Client, only []int, ttl time.Duration,
-	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
-	v := canvass(ctx, c, only, ttl, prepare, decide)
-	hearLate(c, v, nil, 0)
-	return v
+// reply counts one reply of node: its answer once every part has answered (nodeAnswer).
+func (v *votes) reply(node int, val int64, err error) {
+	v.seen++
+	if v.each == nil {
+		v.tally(node, val, err)
+		return
+	}
+	a := &v.each[node]
+	if a.add(val, err) {
+		v.tally(node, a.val, a.err)
+	}
 }
 
-// canvass is poll that leaves the replies it did not wait for to its caller, which passes
-// the votes to hearLate once it knows what they are for (an acquisition's fence).
-func canvass(ctx context.Context, c *Client, only []int, ttl time.Duration,
-	prepare func(call *batch.Call), decide func(v *votes) bool) *votes {
-	v, calls := newVotes(len(c.nodes))
-	v.calls, v.only, v.timeout = calls, only, c.nodeTimeout(ttl)
-	v.markSilent(c.nodes, only)
-	quorum.Fanout(ctx, c.batchers, calls, only, v.timeout, prepare, func(call *batch.Call) bool {
-		c.foldAck(call)
-		v.tally(call.Node, call.Val, call.Err)
-		v.decided = decide(v)
-		return v.decided
-	})
-	v.ctxErr = ctx.Err()
-	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
-		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
+// A nodeAnswer folds one node's replies to the calls of several parts into one answer: a
+// no if any part's is (some name is not held), else an error if any part failed, else,
+// once every part said yes, a yes with the smallest reply. A renewal batch counts the
+// parts of a hold with it too.
+type nodeAnswer struct {
+	val     int64
+	err     error
+	refused bool
+	left    int // parts still to answer
+}
+
+// add counts one part's reply, and reports whether every part has now answered.
+func (a *nodeAnswer) add(val int64, err error) bool {
+	a.left--
+	switch {
+	case a.refused:
+	case err == nil && val <= 0:
+		a.refused, a.val, a.err = true, val, nil
+	case err != nil:
+		a.err = err
+	case a.err == nil && (a.val == 0 || val < a.val):
+		a.val = val
 	}
-	v.silenced = v.record(c.nodes, only, v.timeout)
-	return v
+	return a.left == 0
 }
 
 // tally counts node's answer: its reply val, or the error of its call.
@@ -313,22 +326,10 @@ func (v *votes) refusers() []int {
 // unanswered is how many nodes of a poll of every node never answered.
 func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
 
-// unheard is how many of the nodes the poll sent to did not answer, and the channel
-// their replies come on.
-func (v *votes) unheard(nodes []*Node) (pending int, replies chan *batch.Call) {
-	polled(nodes, v.only, func(i int) {
-		replies = v.calls[i].Done
-		if !v.answered[i] {
-			pending++
-		}
-	})
-	return pending, replies
-}
-
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
 // nodes that did not answer.
-func (v *votes) problems(c *Client) []Failure {
+func (v *votes) problems(nodes []*Node) []Failure {
 	var silence error
 	if !v.decided {
 		waited := time.Since(v.start).Round(time.Millisecond)
@@ -341,33 +342,19 @@ func (v *votes) problems(c *Client) []Failure {
 	for i, answered := range v.answered {
 		switch {
 		case v.failedAt(i):
-			out = append(out, Failure{Addr: c.nodes[i].Name, Err: v.errs[i]})
+			out = append(out, Failure{Addr: nodes[i].Name, Err: v.errs[i]})
 		case !answered && silence != nil:
-			out = append(out, Failure{Addr: c.nodes[i].Name, Err: silence})
+			out = append(out, Failure{Addr: nodes[i].Name, Err: silence})
 		}
 	}
 	return out
 }
 
-// sendEvery sends one call to every node (sendTo).
-func sendEvery(c *Client, life time.Duration, prepare func(call *batch.Call) bool) {
-	sendTo(c, c.allNodes, life, prepare)
-}
-
-// sendTo sends one call to each of the given nodes (none if the list is empty) and does
-// not wait for the replies, nor on a node whose queue is full: it is for what expiry
-// makes good if it is lost (undoing an attempt, leaving a wait list, raising a counter).
-// prepare fills in a call and may decline a node by returning false.
-func sendTo(c *Client, nodes []int, life time.Duration, prepare func(call *batch.Call) bool) {
-	if len(nodes) == 0 {
-		return
-	}
-	replies := make(chan *batch.Call, len(nodes))
-	deadline := time.Now().Add(life)
-	for _, i := range nodes {
-		call := &batch.Call{Node: i, Deadline: deadline, Done: replies}
-		if prepare(call) {
-			c.batchers[i].TrySend(call)
-		}
-	}
+// reset clears the counts for another set of answers, polled at start (a renewal batch
+// counts each hold's in turn).
+func (v *votes) reset(start time.Time) {
+	clear(v.vals)
+	clear(v.answered)
+	v.errs = nil
+	v.yes, v.no, v.failed, v.start = 0, 0, 0, start
 }

@@ -55,7 +55,7 @@ func TestHeldByOne(t *testing.T) {
 		{"nothing refused", []int64{granted, granted, granted}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, _ := newVotes(len(tc.replies))
+			v, _ := newVotes(len(tc.replies), 1)
 			for i, r := range tc.replies {
 				answer(v, i, r)
 			}
@@ -91,7 +91,7 @@ func TestVerdict(t *testing.T) {
 		{"silence after a clear refusal", []int64{a, a, a, 0, 0}, true, true, held},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, _ := newVotes(len(tc.replies))
+			v, _ := newVotes(len(tc.replies), 1)
 			v.decided = tc.decided
 			for i, r := range tc.replies {
 				if r != 0 { // 0: not answered
@@ -123,7 +123,7 @@ func simulatePoll(n, need int, silent []int, replies []reply) (*votes, verdict) 
 	for _, i := range silent {
 		nodes[i].missed(time.Minute)
 	}
-	v, _ := newVotes(n)
+	v, _ := newVotes(n, 1)
 	v.markSilent(nodes, nil)
 	for _, r := range replies {
 		answer(v, r.node, r.val)
@@ -194,7 +194,7 @@ func TestNodeSilence(t *testing.T) {
 			if tc.wasSilent {
 				nodes[0].missed(time.Minute)
 			}
-			v, _ := newVotes(len(nodes))
+			v, _ := newVotes(len(nodes), 1)
 			v.markSilent(nodes, nil)
 			if tc.answer != nil {
 				v.tally(0, 1, *tc.answer)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/notify"
@@ -42,7 +41,7 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 			return lease, err
 		}
 		start := time.Now()
-		a := acquireOnce(ctx, ctx, w.r)
+		a := w.t.attempt(ctx, ctx, w.r)
 		if a.h != nil {
 			return a.h.startAcquired(start)
 		}
@@ -69,20 +68,19 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 func (w *waiting) fromProcess(ctx context.Context) (*Lease, error) {
 	t, r := w.t, w.r
 	for {
-		if h := t.coord.takeHandoff(r); h != nil {
+		if h, granted := t.share.fromProcess(ctx, r); h != nil && granted {
+			return h.startGranted()
+		} else if h != nil {
 			return h.outer, nil
 		}
-		if h := takeGrant(ctx, r); h != nil {
-			return h.startGranted()
-		}
-		changed := t.coord.changed(r, false)
+		changed := t.share.changed(r, false)
 		if changed == nil {
 			return nil, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, t.gaveUp(ctx, -1)
+			return nil, gaveUp(t.name, ctx, -1)
 		case <-t.c.done:
 			return nil, ErrClosed
 		}
@@ -110,7 +108,7 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 	t := w.t
 	w.lastErr = a.err
 	if ctx.Err() != nil {
-		return 0, t.gaveUpAfter(ctx, w.left, w.lastErr)
+		return 0, gaveUpAfter(t.name, ctx, w.left, w.lastErr)
 	}
 	if a.err == nil {
 		w.failures = 0
@@ -151,7 +149,7 @@ func (w *waiting) next(ctx context.Context, a attempt) (time.Duration, error) {
 		}
 		sleep = w.tracking.bound(w.untilFree(a.left))
 	}
-	if t.policy.waitList || t.coord.takesTurns() {
+	if t.policy.waitList || t.share.refreshes() {
 		// The wait-list entry (or the Mutex's standing request) dies unless refreshed;
 		// an attempt refreshes it.
 		sleep = min(sleep, waiterRefresh*time.Millisecond)
@@ -201,9 +199,9 @@ func (w *waiting) listen(ctx context.Context) bool {
 // channels, after its next attempt.
 func (w *waiting) rejoin() {
 	r := w.r
-	w.t.coord.dropAsk()
+	w.t.share.rejoin(r)
 	if w.t.policy.waitList {
-		r.leaveQueue()
+		leaveWaitList(r)
 		r.waiter = newToken()
 		r.firstSent = time.Time{}
 	}
@@ -223,7 +221,7 @@ func (w *waiting) stopListening() {
 // pause waits sleep, or until a wake-up or this process's hold of the lock changes
 // (this process may take the lock meanwhile: TryLock), or the wait ends.
 func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
-	changed := w.t.coord.changed(w.r, true)
+	changed := w.t.share.changed(w.r, true)
 	timer := time.NewTimer(sleep)
 	defer timer.Stop()
 	select {
@@ -231,7 +229,7 @@ func (w *waiting) pause(ctx context.Context, sleep time.Duration) error {
 	case <-changed:
 	case <-timer.C:
 	case <-ctx.Done():
-		return w.t.gaveUpAfter(ctx, w.left, w.lastErr)
+		return gaveUpAfter(w.t.name, ctx, w.left, w.lastErr)
 	case <-w.t.c.done:
 		return ErrClosed
 	}
@@ -247,119 +245,15 @@ func (w *waiting) sleep(ctx context.Context, d time.Duration) error {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
-		return t.gaveUp(ctx, -1)
+		return gaveUp(t.name, ctx, -1)
 	case <-t.c.done:
 		return ErrClosed
 	}
-}
-
-// splitDelay is the random pause after the split vote that follows splits others in a
-// row: a few round trips, spread so that the contenders come back one at a time. The
-// spread doubles with each split in a row, up to 160ms: nodes held by no one with a
-// majority may also be a holder's that lost it, which only its expiry clears.
-func splitDelay(splits int) time.Duration {
-	return time.Millisecond + rand.N(20*time.Millisecond<<min(splits, 3))
 }
 
 func drain(ch chan struct{}) {
 	select {
 	case <-ch:
 	default:
-	}
-}
-
-// watch subscribes, on every node at once, to the lock's release channel and its keyspace
-// channel, all sending on wake. A node that cannot be subscribed to within the per-node
-// timeout is left out, and found silent (Node.silentUntil); a node already silent is not
-// waited for. The waiter still wakes at the holder's expiry.
-func watch(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
-	if r.t.parts != nil {
-		return watchParts(ctx, r, wake) // a MultiMutex over several hash slots
-	}
-	return watchTarget(ctx, r.t, r, wake)
-}
-
-// watchTarget is watch of t's channels for r (t is r.t, or one part of it).
-func watchTarget(ctx context.Context, t *Target, r *request, wake chan struct{}) []*notify.Watch {
-	c := t.c
-	timeout := max(c.nodeTimeout(t.cfg.TTL), 100*time.Millisecond)
-	sub, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// Room for every node (nil for one that failed): a subscription that comes in after
-	// the wait has given up on it must not block.
-	results := make(chan subscribed, len(c.nodes))
-	awaited := make([]bool, len(c.nodes))
-	for i, n := range c.nodes {
-		awaited[i] = len(c.nodes) == 1 || !n.silent()
-		channels := t.scheme.channels(t, r, n)
-		go func() {
-			w, err := n.hub.Watch(sub, t.keys.Lock, channels, wake)
-			if err != nil {
-				c.cfg.Logger.Debug("dlock: cannot listen for releases; relying on expiry", "node", n.Name, "err", err)
-			}
-			results <- subscribed{w, i}
-		}()
-	}
-	out, pending := collect(sub, results, awaited)
-	if pending > 0 {
-		// A silent node can hold its subscription up until the client's read timeout,
-		// longer than a whole lease: wait on without it, and close what it gives late.
-		go closeLate(results, pending)
-	}
-	if ctx.Err() == nil && len(c.nodes) > 1 {
-		for i, late := range awaited {
-			if late {
-				c.nodes[i].missed(timeout)
-			}
-		}
-	}
-	return out
-}
-
-// subscribed is node's subscription for watch: nil if it failed.
-type subscribed struct {
-	w    *notify.Watch
-	node int
-}
-
-// collect gathers the subscriptions of the awaited nodes, until they are all in or ctx
-// ends, and those of the others that come in meanwhile. It clears awaited[i] as node i's
-// comes in, and reports how many it did not receive.
-func collect(ctx context.Context, results <-chan subscribed, awaited []bool) (out []*notify.Watch, pending int) {
-	left := 0
-	for _, a := range awaited {
-		if a {
-			left++
-		}
-	}
-	for pending = len(awaited); pending > 0 && left > 0; pending-- {
-		select {
-		case s := <-results:
-			if awaited[s.node] {
-				awaited[s.node] = false
-				left--
-			}
-			if s.w != nil {
-				out = append(out, s.w)
-			}
-		case <-ctx.Done():
-			return out, pending
-		}
-	}
-	return out, pending
-}
-
-func closeAll(watches []*notify.Watch) {
-	for _, w := range watches {
-		w.Close()
-	}
-}
-
-// closeLate closes the watches of the pending subscriptions that a wait gave up on.
-func closeLate(results <-chan subscribed, pending int) {
-	for ; pending > 0; pending-- {
-		if s := <-results; s.w != nil {
-			s.w.Close()
-		}
 	}
 }

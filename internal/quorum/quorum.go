@@ -31,43 +31,46 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, 5*time.Millisecond), 500*time.Millisecond)
 }
 
-// Fanout sends one call to each node (or to those whose distinct indexes are listed in
-// only; nil means all) at once and hands the replies to tally in the order
-// they arrive, until tally reports that the outcome is decided, every node has answered,
+// Fanout sends perNode calls to each node (or to those whose distinct indexes are listed
+// in only; nil means all) at once and hands the replies to tally in the order they
+// arrive, until tally reports that the outcome is decided, every call has been answered,
 // the per-node timeout has passed or ctx is done. It returns the number of replies seen.
 //
 // A call still outstanding when Fanout returns is abandoned, not cancelled: it may yet run
 // on its node, so callers that change state in Redis must undo it on every node.
-// calls is the storage of the calls, one per node (calls[i] goes to nodes[i]), which must
-// not be reused: an abandoned call is still written to when its reply comes. prepare fills
-// in each call's Script, Keys and Args; Fanout sets Node, Deadline, Done and Values (ctx:
-// its values go with the call to go-redis's hooks, see batch.Call).
-func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, only []int, timeout time.Duration,
-	prepare func(c *batch.Call), tally func(c *batch.Call) (decided bool)) int {
+// calls is the storage of the calls, perNode per node (calls[i*perNode+j] is call j to
+// nodes[i]), which must not be reused: an abandoned call is still written to when its
+// reply comes. prepare fills in call j of a node's Script, Keys and Args; Fanout sets
+// Node, Deadline, Done and Values (ctx: its values go with the call to go-redis's hooks,
+// see batch.Call).
+func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, perNode int, only []int, timeout time.Duration,
+	prepare func(c *batch.Call, j int), tally func(c *batch.Call) (decided bool)) int {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	// Room for every reply: the batcher never blocks on Done, also for the replies that
 	// arrive after Fanout has returned.
-	replies := getReplies(len(nodes))
+	replies := getReplies(len(calls))
 	sent := 0
 	send := func(i int) {
-		c := &calls[i]
-		c.Node, c.Deadline, c.Done, c.Values = i, deadline, replies, ctx
-		prepare(c)
-		if !nodes[i].TrySend(c) {
-			// The node's queue is full (a hung node under load) or it is stopped: wait for
-			// room on a goroutine of its own, so that the other nodes are not held up.
-			// Send gives up at the deadline.
-			go func() {
-				if !nodes[i].Send(c) {
-					c.Err = batch.ErrStopped
-					replies <- c
-				}
-			}()
+		for j := range perNode {
+			c := &calls[i*perNode+j]
+			c.Node, c.Deadline, c.Done, c.Values = i, deadline, replies, ctx
+			prepare(c, j)
+			if !nodes[i].TrySend(c) {
+				// The node's queue is full (a hung node under load) or it is stopped: wait
+				// for room on a goroutine of its own, so that the other nodes are not held
+				// up. Send gives up at the deadline.
+				go func() {
+					if !nodes[i].Send(c) {
+						c.Err = batch.ErrStopped
+						replies <- c
+					}
+				}()
+			}
+			sent++
 		}
-		sent++
 	}
 	if only == nil {
 		for i := range nodes {
@@ -78,6 +81,12 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, onl
 			send(i)
 		}
 	}
+	return await(ctx, replies, sent, deadline, tally)
+}
+
+// await hands the replies of sent calls to tally until it reports the outcome decided,
+// every reply is in, deadline passes or ctx is done, and returns how many it saw.
+func await(ctx context.Context, replies chan *batch.Call, sent int, deadline time.Time, tally func(c *batch.Call) bool) int {
 	timer := getTimer(time.Until(deadline))
 	defer putTimer(timer)
 	seen := 0

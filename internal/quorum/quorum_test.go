@@ -133,8 +133,8 @@ func pause(t *testing.T, s *redistest.Server) {
 // incr is a script with an effect: INCRBY KEYS[1] by 1 and returns the result.
 var incr = redis.NewScript(`return redis.call('INCRBY', KEYS[1], 1)`)
 
-func prepareIncr(key string) func(c *batch.Call) {
-	return func(c *batch.Call) {
+func prepareIncr(key string) func(c *batch.Call, j int) {
+	return func(c *batch.Call, _ int) {
 		c.Script = incr
 		c.Keys = []string{key}
 	}
@@ -145,7 +145,7 @@ func TestFanoutAllNodes(t *testing.T) {
 	_, rdbs, bs := nodes(t, 3)
 	var seen []int
 	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 		if c.Err != nil || c.Val != 1 {
 			t.Errorf("node %d: %d, %v", c.Node, c.Val, c.Err)
 		}
@@ -177,7 +177,7 @@ func TestFanoutDecidedEarly(t *testing.T) {
 	pause(t, srvs[2])
 	calls := 0
 	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 		calls++
 		if c.Node == 2 {
 			t.Errorf("a reply from the paused node: %+v", c)
@@ -201,7 +201,7 @@ func TestFanoutHungNode(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	var seen []int
 	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 		seen = append(seen, c.Node)
 		return false
 	})
@@ -255,7 +255,7 @@ func TestFanoutFullQueue(t *testing.T) {
 	for range 3 {
 		var seen []int
 		start := time.Now()
-		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 			if c.Node == 1 {
 				// At the deadline, the call that found no room is answered as expired; it
 				// may beat Fanout's own timer.
@@ -295,7 +295,7 @@ func TestFanoutContext(t *testing.T) {
 		start := time.Now()
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(100*time.Millisecond, cancel)
-		if got := Fanout(cctx, bs, make([]batch.Call, len(bs)), nil, time.Minute, prepareIncr("k"), never); got != 0 {
+		if got := Fanout(cctx, bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
 			t.Fatalf("Fanout = %d, want 0", got)
 		}
 		if e := time.Since(start); e < 100*time.Millisecond || e > 10*time.Second {
@@ -307,7 +307,7 @@ func TestFanoutContext(t *testing.T) {
 		start := time.Now()
 		dctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 		defer cancel()
-		if got := Fanout(dctx, bs, make([]batch.Call, len(bs)), nil, time.Minute, prepareIncr("k"), never); got != 0 {
+		if got := Fanout(dctx, bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
 			t.Fatalf("Fanout = %d, want 0", got)
 		}
 		if e := time.Since(start); e < 150*time.Millisecond || e > 10*time.Second {
@@ -325,7 +325,7 @@ func TestFanoutCallDeadline(t *testing.T) {
 	bs := []*batch.Batcher{stopped, stopped}
 	deadlineOf := func(ctx context.Context, timeout time.Duration) []time.Time {
 		var got []time.Time
-		Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+		Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 			got = append(got, c.Deadline)
 			return false
 		})
@@ -352,7 +352,7 @@ func TestFanoutStoppedBatcher(t *testing.T) {
 	_, _, bs := nodes(t, 3)
 	bs[0].Stop()
 	errs := map[int]error{}
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 		errs[c.Node] = c.Err
 		return false
 	})
@@ -371,7 +371,7 @@ func TestFanout(t *testing.T) {
 	for _, only := range [][]int{{1, 3}, {4}, {0, 1, 2, 3, 4}, {}} {
 		key := "k" + strconv.Itoa(len(only))
 		var seen []int
-		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), only, 10*time.Second, prepareIncr(key), func(c *batch.Call) bool {
+		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, only, 10*time.Second, prepareIncr(key), func(c *batch.Call) bool {
 			if c.Err != nil {
 				t.Errorf("node %d: %v", c.Node, c.Err)
 			}
@@ -402,7 +402,7 @@ func TestFanout(t *testing.T) {
 func TestFanoutLateReplies(t *testing.T) {
 	t.Parallel()
 	_, rdbs, bs := nodes(t, 4)
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool { return true })
+	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool { return true })
 	if got != 1 {
 		t.Fatalf("Fanout = %d, want 1", got)
 	}
@@ -416,7 +416,7 @@ func TestFanoutLateReplies(t *testing.T) {
 		}
 	}
 	// The batcher still works.
-	if got := Fanout(ctx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("k2"), func(c *batch.Call) bool { return false }); got != 4 {
+	if got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k2"), func(c *batch.Call) bool { return false }); got != 4 {
 		t.Fatalf("Fanout after = %d", got)
 	}
 }
@@ -459,7 +459,7 @@ func TestFanoutCarriesCallerValues(t *testing.T) {
 		r.AddHook(hooks[i])
 	}
 	callerCtx := context.WithValue(ctx, callerKey{}, "caller")
-	got := Fanout(callerCtx, bs, make([]batch.Call, len(bs)), nil, 10*time.Second, prepareIncr("v"), func(c *batch.Call) bool {
+	got := Fanout(callerCtx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("v"), func(c *batch.Call) bool {
 		if c.Err != nil {
 			t.Errorf("node %d: %v", c.Node, c.Err)
 		}

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
-	"github.com/seed51c676c8/dlock/internal/notify"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 )
 
@@ -32,7 +30,8 @@ import (
 func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	t, c := r.t, r.t.c
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
-	token := any(newToken())
+	t.share.prepare(r)
+	token := r.tk.token
 	polls := make([]*votes, 0, len(t.parts)) // each part's, by part
 	var fence, settled int64
 	defer func() { hearParts(c, t.parts, polls, settled) }()
@@ -41,8 +40,8 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	r.waitPart.Store(0) // all parts, until one refuses: a release meanwhile is not missed
 	for i, p := range t.parts {
 		floor := any(strconv.FormatInt(fence, 10))
-		v = canvass(ctx, c, nil, t.cfg.TTL,
-			func(call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
+		v = canvass(ctx, c, p.parts, nil, t.cfg.TTL,
+			func(p *Target, call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
 			func(v *votes) bool { return v.settled(need) })
 		polls = append(polls, v)
 		if i == 0 {
@@ -53,10 +52,10 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 		if verdict != acquired {
 			undoParts(ctx, t, t.parts[:i], token)
 			if v.yes > 0 || v.unanswered() > 0 || v.failed > 0 {
-				p.releaseAbandoned(token, (verdict == late && n == 1) || verdict == failed)
+				releaseAbandoned(p, token, (verdict == late && n == 1) || verdict == failed)
 			}
 			r.waitPart.Store(int32(i) + 1)
-			return r.attempted(lockCtx, refused(r, v, verdict, need), v, verdict)
+			return attempted(lockCtx, r, refused(r, v, verdict, need), v, verdict)
 		}
 		fence = max(fence, slices.Max(v.vals))
 	}
@@ -66,17 +65,17 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 		if below && !settleFence(ctx, p, polls[i].vals, fence) {
 			undoParts(ctx, t, t.parts, token)
 			err := fmt.Errorf("dlock: lock %q: granted, but too few nodes confirmed fencing token %d in time", t.name, fence)
-			return r.attempted(lockCtx, attempt{err: err}, v, acquired)
+			return attempted(lockCtx, r, attempt{err: err}, v, acquired)
 		}
 	}
-	return r.attempted(lockCtx, attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}, v, acquired)
+	return attempted(lockCtx, r, attempt{h: newHold(t, token, uint64(fence), 0, t.cfg.TTL, deadline, lockCtx)}, v, acquired)
 }
 
 // hearParts hears the late replies of each part's poll (hearLate); fence is what the
 // attempt settled on, 0 for none.
 func hearParts(c *Client, parts []*Target, polls []*votes, fence int64) {
 	for i, v := range polls {
-		hearLate(c, v, parts[i], fence)
+		hearLate(c, v, raiserFor(parts[i], fence))
 	}
 }
 
@@ -88,85 +87,11 @@ func undoParts(ctx context.Context, t *Target, taken []*Target, token any) {
 		return
 	}
 	c := t.c
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout(t.cfg.TTL))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(c, t.cfg.TTL))
 	defer cancel()
-	pollParts(ctx, c, taken, t.cfg.TTL,
+	poll(ctx, c, taken, nil, t.cfg.TTL,
 		func(p *Target, call *batch.Call) {
 			p.scheme.release(p, token, c.nodes[call.Node].PublishCommand(), call)
 		},
 		func(*votes) bool { return false })
-}
-
-// pollParts is poll for every part at once, one call per part and node, with decide for
-// each part, and merges the votes: a node's answer is a no if any part's is (some name is
-// not held), else an error if any part failed, else, once every part said yes, a yes with
-// the smallest reply. A node that did not answer for some part is unanswered.
-func pollParts(ctx context.Context, c *Client, parts []*Target, ttl time.Duration,
-	prepare func(p *Target, call *batch.Call), decide func(v *votes) bool) *votes {
-	each := make([]*votes, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Go(func() {
-			each[i] = poll(ctx, c, nil, ttl, func(call *batch.Call) { prepare(p, call) }, decide)
-		})
-	}
-	wg.Wait()
-	return mergeVotes(len(c.nodes), each)
-}
-
-// mergeVotes merges the votes of the parts' polls as pollParts says.
-func mergeVotes(n int, each []*votes) *votes {
-	v, _ := newVotes(n)
-	v.decided = true
-	for _, p := range each {
-		v.start = minTime(v.start, p.start)
-		v.decided = v.decided && p.decided
-		if v.ctxErr == nil {
-			v.ctxErr = p.ctxErr
-		}
-	}
-	for node := range n {
-		var err error
-		val, answered, refused := int64(0), true, false
-		for _, p := range each {
-			switch {
-			case p.failedAt(node):
-				err = p.errs[node]
-			case !p.answered[node]:
-				answered = false
-			case p.vals[node] <= 0:
-				refused, val = true, p.vals[node]
-			case !refused && (val == 0 || p.vals[node] < val):
-				val = p.vals[node]
-			}
-		}
-		switch {
-		case refused:
-			v.tally(node, val, nil)
-		case err != nil:
-			v.tally(node, 0, err)
-		case answered:
-			v.tally(node, val, nil)
-		}
-	}
-	return v
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// watchParts is watch of a MultiMutex over several hash slots: the channels of every part,
-// each on the shard that owns its slot, subscribed at once.
-func watchParts(ctx context.Context, r *request, wake chan struct{}) []*notify.Watch {
-	each := make([][]*notify.Watch, len(r.t.parts))
-	var wg sync.WaitGroup
-	for i, p := range r.t.parts {
-		wg.Go(func() { each[i] = watchTarget(ctx, p, r, wake) })
-	}
-	wg.Wait()
-	return slices.Concat(each...)
 }
