@@ -1,6 +1,7 @@
 # GNU make. `make` / `make test`: install what the tests need if it is missing
 # (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test. `make check`:
-# vet and staticcheck over every module; run it before proposing a change.
+# vet and staticcheck over every module, and the structure checks; run it before proposing
+# a change.
 #
 # go.work makes the root module, examples/, bench/, the adapters under extra/ and the
 # tests against other clients under interop/ (modules of their own, so that their
@@ -18,7 +19,7 @@ PKGS = $(filter-out ./bench/...,$(VET_PKGS))
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = .bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: test vet check deps bench faults faults-deps
+.PHONY: test vet check staticcheck structure deps bench faults faults-deps
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -26,11 +27,20 @@ test: deps vet
 vet:
 	$(GO) vet $(VET_PKGS)
 
-check: vet $(STATICCHECK)
+check: vet staticcheck structure
+
+staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(VET_PKGS)
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# `make structure`: the repository's checks of its own shape (internal/structure: pairs of
+# files that call each other, function length, the root package's size, ARCHITECTURE.md's
+# length, paths and "owns" claims), printing the figures of each. `make test` runs them
+# with the other packages.
+structure:
+	$(GO) test -count=1 -v ./internal/structure
 
 # `make bench`: dlock against redsync, bsm/redislock, rueidislock and a bare SET NX loop,
 # on redis-server processes it starts itself, the quorum scenarios also behind a delay
