@@ -98,7 +98,7 @@ func acquiredHold(ctx, lockCtx context.Context, r *request, v *votes, deadline t
 }
 
 // settledOn is the fencing counter an attempt settles on: the largest a node granted, the
-// top of the block reserved (coordinator.go), when it acquired; else 0, none.
+// top of the block reserved (hotkey.go), when it acquired; else 0, none.
 func settledOn(v *votes, verdict verdict) int64 {
 	if verdict != acquired {
 		return 0

@@ -342,7 +342,7 @@ func (h *Hold) release(ctx context.Context) error {
 	h.releasing = true
 	ttl := h.ttl
 	h.mu.Unlock()
-	// Back to the coordinator (Mutex): the next local waiter takes the hold without a
+	// Back to the sharing (a Mutex's hotKey): the next local waiter takes the hold without a
 	// round trip.
 	if h.t.share.handOff(h) {
 		return nil

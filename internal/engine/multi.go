@@ -17,13 +17,13 @@ import (
 // slot, then by lock key. Names that share a slot (all of them, off a Cluster) are one
 // part, taken, renewed and released by one script per node; on a Cluster the parts are
 // taken one after the other in that order, and a part refused makes the attempt give back
-// the parts it took before it waits (parts.go), so a MultiMutex never holds some names
+// the parts it took before it waits (multi_parts.go), so a MultiMutex never holds some names
 // while it waits for others, and two of them over overlapping sets cannot deadlock.
 //
-// A MultiMutex of one part is a Target like any other, with multiScheme; one of several
-// parts is a Target whose parts are one Target each, and the engine's steps run once per
-// part where they ran once (acquireOnce, releaseAbandoned, Hold.release,
-// Hold.extend, renewBatch, watch).
+// A MultiMutex of one part is a Target like any other, with multiScheme (multi_scheme.go);
+// one of several parts is a Target whose parts are one Target each, which every step
+// sends a call per part and node for, and which acquireParts (multi_parts.go) takes in
+// order.
 
 // Multi is the engine of a MultiMutex.
 type Multi struct {

@@ -58,7 +58,7 @@ func (s *multiScheme) acquire(t *Target, _ *request, a *ticket, call *batch.Call
 }
 
 // acquireAbove is acquire with the smallest fencing token to give, as a decimal string
-// ("0": none); parts.go gives each part the largest token of the parts before it.
+// ("0": none); multi_parts.go gives each part the largest token of the parts before it.
 func (s *multiScheme) acquireAbove(t *Target, token, floor any, call *batch.Call) {
 	call.Script = scripts.MultiAcquire
 	call.Keys, call.KeyArgs = s.acquireKeys, s.acquireKeyArgs

@@ -234,3 +234,42 @@ func TestSilenceLapses(t *testing.T) {
 		t.Fatalf("still silent after %d timeouts", 2*silentPolls)
 	}
 }
+
+// TestPartsAnswerAsOneNode: in a poll of several parts, a node's answer counts once every
+// part has answered: a no if any part refused, else an error if any failed, else a yes
+// with the smallest reply; a node with a part still out is unanswered.
+func TestPartsAnswerAsOneNode(t *testing.T) {
+	down := errors.New("down")
+	type part struct {
+		val int64
+		err error
+	}
+	for _, tc := range []struct {
+		name           string
+		parts          []part // one node's replies, in order; fewer than 3: some still out
+		yes, no, fails int
+		val            int64
+	}{
+		{"every part yes", []part{{5, nil}, {3, nil}, {4, nil}}, 1, 0, 0, 3},
+		{"one part refused", []part{{5, nil}, {0, nil}, {4, nil}}, 0, 1, 0, 0},
+		{"refusal outweighs failure", []part{{0, down}, {-7, nil}, {4, nil}}, 0, 1, 0, -7},
+		{"one part failed", []part{{5, nil}, {0, down}, {4, nil}}, 0, 0, 1, 0},
+		{"a part still out", []part{{5, nil}, {3, nil}}, 0, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, calls := newVotes(1, 3)
+			if len(calls) != 3 {
+				t.Fatalf("%d calls for 3 parts of 1 node", len(calls))
+			}
+			for _, p := range tc.parts {
+				v.reply(0, p.val, p.err)
+			}
+			if v.yes != tc.yes || v.no != tc.no || v.failed != tc.fails || v.vals[0] != tc.val {
+				t.Fatalf("yes %d no %d failed %d val %d; want %d %d %d %d", v.yes, v.no, v.failed, v.vals[0], tc.yes, tc.no, tc.fails, tc.val)
+			}
+			if v.seen != len(tc.parts) || (len(tc.parts) < 3) != (v.unanswered() == 1) {
+				t.Fatalf("seen %d, unanswered %d", v.seen, v.unanswered())
+			}
+		})
+	}
+}

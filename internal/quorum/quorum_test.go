@@ -397,6 +397,40 @@ func TestFanout(t *testing.T) {
 	}
 }
 
+// TestFanoutSeveralCallsPerNode: with perNode calls per node, call j of node i is prepared
+// as j and goes to node i, and every reply is handed to tally.
+func TestFanoutSeveralCallsPerNode(t *testing.T) {
+	t.Parallel()
+	_, rdbs, bs := nodes(t, 3)
+	const perNode = 4
+	calls := make([]batch.Call, len(bs)*perNode)
+	per := make([]int, len(bs))
+	got := Fanout(ctx, bs, calls, perNode, []int{0, 2}, 10*time.Second, func(c *batch.Call, j int) {
+		c.Script = incr
+		c.Keys = []string{"part" + strconv.Itoa(j)}
+	}, func(c *batch.Call) bool {
+		if c.Err != nil {
+			t.Errorf("node %d: %v", c.Node, c.Err)
+		}
+		per[c.Node]++
+		return false
+	})
+	if got != 2*perNode || per[0] != perNode || per[1] != 0 || per[2] != perNode {
+		t.Fatalf("Fanout = %d replies, by node %v; want %d, [%d 0 %d]", got, per, 2*perNode, perNode, perNode)
+	}
+	for i, r := range rdbs {
+		for j := range perNode {
+			want := "1"
+			if i == 1 {
+				want = ""
+			}
+			if v := r.Get(ctx, "part"+strconv.Itoa(j)).Val(); v != want {
+				t.Fatalf("node %d part%d = %q, want %q", i, j, v, want)
+			}
+		}
+	}
+}
+
 // TestFanoutLateReplies: the replies that come after the decision must not block the
 // batcher (the reply channel has room for every call, not just the ones tallied).
 func TestFanoutLateReplies(t *testing.T) {
