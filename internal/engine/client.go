@@ -82,6 +82,10 @@ func (c *Client) Prefix() string { return c.cfg.Prefix }
 // Nodes are the Client's deployments, in the order it was given them.
 func (c *Client) Nodes() []*Node { return c.nodes }
 
+// PublicError is the public error of s (Public.Error), for the operations that fan out
+// outside the engine (internal/inspect).
+func (c *Client) PublicError(s Shortfall) error { return c.pub.Error(s) }
+
 // SetTurnLength sets how long a Mutex turn lasts, for tests; call it before c is used.
 func (c *Client) SetTurnLength(d time.Duration) { c.turn = newTurn(d) }
 

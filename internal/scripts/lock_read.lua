@@ -1,6 +1,6 @@
 -- lock_read: read every key of one lock at one instant, whatever its kind. scripts.go puts
--- this in front of inspect.lua and force_unlock.lua; the root package's lockinfo decoder
--- (inspect.go) is the one reader of what it returns. Time is the server's (TIME).
+-- this in front of inspect.lua and force_unlock.lua; internal/inspect's decoder
+-- (decode.go) is the one reader of what it returns. Time is the server's (TIME).
 --
 -- readLock(limit) reads the keys below and returns the reply that inspect.lua documents;
 -- limit bounds the entries read of each list and set. Its keys, the same in both scripts:
