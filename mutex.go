@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/seed51c676c8/dlock/internal/engine"
 )
@@ -56,10 +55,6 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	return run(ctx, lease, fn)
 }
 
-// unlockTimeout bounds the Unlock that Do and the CLI send after the work is done, when the
-// caller's context may already have ended.
-const unlockTimeout = 5 * time.Second
-
 // run runs fn under lease and unlocks it, also when fn panics (the panic goes on after
 // the Unlock: a recovered panic must not leave the lock held).
 func run(ctx context.Context, lease *Lease, fn func(ctx context.Context) error) (err error) {
@@ -76,7 +71,7 @@ func run(ctx context.Context, lease *Lease, fn func(ctx context.Context) error) 
 
 // finish unlocks lease after fn returned fnErr and combines what went wrong.
 func finish(ctx context.Context, lease *Lease, fnErr error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engine.UnlockTimeout)
 	defer cancel()
 	if lease.Err() == ErrLost {
 		_ = lease.Unlock(ctx)

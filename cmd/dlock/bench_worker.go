@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // benchWorkerCommand is the hidden command that runs one worker process of the bench.
@@ -45,7 +46,7 @@ func cmdBenchWorker(c *cli, args []string) error {
 	fs.DurationVar(&bw.duration, "duration", time.Second, "how long")
 	fs.StringVar(&bw.run, "run", "x", "run id")
 	fs.IntVar(&bw.id, "id", 0, "worker number")
-	fs.StringVar(&bw.prefix, "prefix", "dlock:", "key namespace")
+	fs.StringVar(&bw.prefix, "prefix", engine.DefaultPrefix, "key namespace")
 	fs.BoolVar(&bw.cluster, "cluster", false, "Redis Cluster")
 	fs.StringVar(&bw.kind, "kind", "mutex", "mutex or fair")
 	if _, _, _, err := parseArgs(fs, benchWorkerCommand, args, 0); err != nil {
@@ -138,7 +139,7 @@ func (bw *benchWorker) loop(ctx context.Context, m locker) benchReport {
 		if bw.hold > 0 {
 			time.Sleep(bw.hold)
 		}
-		uctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
+		uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
 		err = lease.Unlock(uctx)
 		cancel()
 		t2 := time.Now()

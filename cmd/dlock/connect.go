@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/quorum"
 )
 
 // checkTimeout bounds the PING that every command sends first, so that a wrong address or
@@ -55,7 +56,7 @@ func (d *deployment) Close() {
 func (d *deployment) quorum() bool { return len(d.nodes) > 1 }
 
 // majority is how many nodes must answer.
-func (d *deployment) majority() int { return len(d.nodes)/2 + 1 }
+func (d *deployment) majority() int { return quorum.Majority(len(d.nodes)) }
 
 // check pings every node at once. It fails (exit 69) when fewer than a majority answer,
 // naming each failing node and what to do; failing nodes of a quorum that still has its

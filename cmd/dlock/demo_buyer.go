@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // demoBuyerCommand is the hidden command that runs one buyer of the demo.
@@ -28,7 +29,7 @@ func cmdDemoBuyer(c *cli, args []string) error {
 	mode := fs.String("mode", "lock", "nolock, lock or fenced")
 	ttl := fs.Duration("ttl", dlock.DefaultTTL, "lease length")
 	pause := fs.Bool("pause", false, "freeze in the first purchase")
-	prefix := fs.String("prefix", "dlock:", "key namespace")
+	prefix := fs.String("prefix", engine.DefaultPrefix, "key namespace")
 	cluster := fs.Bool("cluster", false, "Redis Cluster")
 	if _, _, _, err := parseArgs(fs, demoBuyerCommand, args, 0); err != nil {
 		return err
@@ -70,7 +71,7 @@ func cmdDemoBuyer(c *cli, args []string) error {
 		}
 		more, err := b.buyOnce(ctx, token)
 		if lease != nil {
-			uctx, ucancel := context.WithTimeout(context.Background(), unlockTimeout)
+			uctx, ucancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
 			uerr := lease.Unlock(uctx)
 			ucancel()
 			if uerr != nil && !errors.Is(uerr, dlock.ErrNotHeld) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // Exit codes. They are part of the command's contract, listed in 'dlock help'.
@@ -102,17 +104,21 @@ func redisFailure(what string, err error) error {
 }
 
 // explainRedis returns the error's message on one line, with what to do when its cause
-// is known.
+// is known. An error of the library already says what to do, in the words of the Go API:
+// that advice is put in the CLI's words instead of being given twice.
 func explainRedis(err error) string {
 	msg := oneLine(err.Error())
 	hint := ""
 	if p := diagnose(msg); p != nil {
-		hint = p.hint
+		hint = p.advice()
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		hint = timeoutHint
 	}
 	if hint == "" {
 		return msg
+	}
+	if api := engine.Diagnose(msg).Advice(engine.APITerms); api != "" && strings.Contains(msg, api) {
+		return strings.ReplaceAll(msg, api, hint)
 	}
 	return msg + " (" + hint + ")"
 }
@@ -142,26 +148,36 @@ func oneLine(msg string) string {
 	return head + strings.Join(lines, "; ")
 }
 
-// problem is a known cause of a Redis error, told by the error's text.
+// problem is a known cause of a Redis error, told by the error's text: the causes the
+// library knows (engine.Diagnose) with the exit code they get, and those of connecting.
 type problem struct {
-	signs       []string // the error's text contains one of them; nil: any text
-	sentinel    bool     // and it is the Sentinels' error
-	unavailable bool     // Redis cannot be used: exit 69
-	hint        string   // what to do, or ""
+	cause       engine.Diagnosis // the library tells this cause in the error's text; or
+	signs       []string         // the error's text contains one of them; nil (and no cause): any text
+	sentinel    bool             // and it is the Sentinels' error
+	unavailable bool             // Redis cannot be used: exit 69
+	hint        string           // what to do; "": the library's advice for cause, if any
 }
 
-// credentialSigns are the replies of a server that refused the credentials.
-var credentialSigns = []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}
+// advice is what to do about p, in the CLI's words.
+func (p *problem) advice() string {
+	if p.hint == "" {
+		return p.cause.Advice(cliTerms)
+	}
+	return p.hint
+}
 
-const (
-	credentialsHint = "the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS"
-	timeoutHint     = "the server did not answer in time: is the address right and the server up?"
-)
+// cliTerms are the CLI's words for what the library's advice points to.
+var cliTerms = engine.Terms{
+	Credentials: "the --redis URL or DLOCK_REDIS",
+	Prefix:      "--prefix",
+	Permissions: "check its ACL",
+}
+
+const timeoutHint = "the server did not answer in time: is the address right and the server up?"
 
 // problems are the known causes, the most specific first: diagnose takes the first that
 // matches.
 var problems = []problem{
-	{signs: []string{"the server refused the credentials"}, unavailable: true}, // explained by the library
 	{signs: []string{"certificate signed by unknown authority"}, unavailable: true,
 		hint: "the server's certificate is not signed by a CA dlock trusts: give the CA's certificate with --tls-ca (or tls-ca= in the URL)"},
 	{signs: []string{"certificate has expired or is not yet valid"}, unavailable: true,
@@ -176,19 +192,21 @@ var problems = []problem{
 		hint: "the server does not speak TLS there: use redis://, or the server's TLS port"},
 	{signs: []string{"tls:", "x509:"}, unavailable: true,
 		hint: "the TLS connection failed: rediss:// needs a server with TLS and a certificate this machine trusts (or give its CA with --tls-ca); use redis:// for a plain connection"},
-	{signs: credentialSigns, sentinel: true, unavailable: true,
+	{cause: engine.BadCredentials, sentinel: true, unavailable: true,
 		hint: "the Sentinels refused the credentials: give theirs as sentinel-password= (and sentinel-user=) in the URL; the user and password before the @ are the master's"},
 	{signs: []string{"redis: nil"}, sentinel: true, unavailable: true,
 		hint: "the Sentinels know no master by the name in the URL's path: check it; SENTINEL MASTERS lists theirs"},
 	{sentinel: true, unavailable: true,
 		hint: "no Sentinel answered: check the host:port list of the URL (Sentinels listen on 26379 unless told otherwise) and that redis-sentinel runs there"},
-	{signs: credentialSigns, unavailable: true, hint: credentialsHint},
-	{signs: []string{"NOPERM"}, unavailable: true, hint: "the Redis user lacks a permission dlock needs: check its ACL"},
+	{cause: engine.BadCredentials, unavailable: true},
+	{cause: engine.NoPermission, unavailable: true},
 	{signs: []string{"connection refused"}, unavailable: true, hint: "is redis-server running there? Give its URL with --redis or DLOCK_REDIS"},
 	{signs: []string{"i/o timeout"}, unavailable: true, hint: timeoutHint},
 	{signs: []string{"cluster support disabled"}, unavailable: true, hint: "the server is not a Redis Cluster node: drop --cluster"},
 	{signs: []string{"MOVED ", "CROSSSLOT"}, unavailable: true, hint: "the server is a Redis Cluster node: add --cluster"},
-	{signs: []string{"WRONGTYPE"}, hint: "a key of the lock is used by something else: choose another name or --prefix"},
+	{cause: engine.KeyInUse},
+	{cause: engine.CounterNotInteger},
+	{cause: engine.NotDeadline},
 	{signs: []string{"EOF", "connection reset"}, unavailable: true,
 		hint: "the server closed the connection: if it expects TLS there, use rediss://; over TLS, it may want a client certificate: give it with --tls-cert and --tls-key"},
 	{signs: []string{"did not answer", "no such host", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "TRYAGAIN",
@@ -198,14 +216,23 @@ var problems = []problem{
 // diagnose returns the known cause of the error with the text msg (from oneLine), or nil.
 func diagnose(msg string) *problem {
 	sentinel := strings.Contains(msg, noSentinel)
+	cause := engine.Diagnose(msg)
 	for i := range problems {
-		p := &problems[i]
-		if p.sentinel && !sentinel {
-			continue
-		}
-		if p.signs == nil || slices.ContainsFunc(p.signs, func(sign string) bool { return strings.Contains(msg, sign) }) {
+		if p := &problems[i]; p.matches(msg, sentinel, cause) {
 			return p
 		}
 	}
 	return nil
+}
+
+// matches reports whether p is the cause of the error with the text msg, which is the
+// Sentinels' error if sentinel, and whose cause the library tells as cause.
+func (p *problem) matches(msg string, sentinel bool, cause engine.Diagnosis) bool {
+	switch {
+	case p.sentinel && !sentinel:
+		return false
+	case p.cause != engine.Unknown:
+		return p.cause == cause
+	}
+	return p.signs == nil || slices.ContainsFunc(p.signs, func(sign string) bool { return strings.Contains(msg, sign) })
 }

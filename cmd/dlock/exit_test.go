@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // TestExplainRedis: each known cause of a Redis error gets its exit code and its hint,
@@ -21,7 +24,10 @@ func TestExplainRedis(t *testing.T) {
 		{errors.New("ERR unknown command"), false, "ERR unknown command"},
 		{errors.New("LOADING Redis is loading"), true, "LOADING Redis is loading"},
 		{fmt.Errorf("dial: %w", context.DeadlineExceeded), true, "dial: context deadline exceeded (" + timeoutHint + ")"},
-		{errors.New("WRONGPASS invalid username-password pair"), true, "WRONGPASS invalid username-password pair (" + credentialsHint + ")"},
+		{errors.New("WRONGPASS invalid username-password pair"), true, "WRONGPASS invalid username-password pair (the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS)"},
+		{errors.New("ERR invalid password"), true, "(the server refused the credentials"},
+		{errors.New("NOPERM User app has no permissions to run the 'pttl' command"), true, "(the Redis user lacks a permission dlock needs: check its ACL)"},
+		{errors.New("ERR value is not an integer or out of range"), false, "(the lock's fencing counter was overwritten with something else"},
 		{errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority"), true, "(the server's certificate is not signed by a CA dlock trusts: give the CA's certificate with --tls-ca"},
 		{errors.New("tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time"), true, "(the server's certificate has expired"},
 		{errors.New("x509: certificate is valid for localhost, not redis.example"), true, "give a name it has with --tls-server-name"},
@@ -44,6 +50,38 @@ func TestExplainRedis(t *testing.T) {
 		}
 		if got := explainRedis(tt.err); !strings.Contains(got, tt.want) {
 			t.Errorf("explainRedis(%q) =\n\t%s\nwant it to contain\n\t%s", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestExplainLibraryError: an error of the library, which says what to do in the words of
+// the Go API, says it once, in the CLI's words.
+func TestExplainLibraryError(t *testing.T) {
+	for _, reply := range []string{
+		"WRONGTYPE Operation against a key holding the wrong kind of value",
+		"WRONGPASS invalid username-password pair or user is disabled.",
+		"NOPERM User app has no permissions to run the 'evalsha' command",
+	} {
+		node := reply + " (" + engine.Diagnose(reply).Advice(engine.APITerms) + ")" // as a NodeError says it
+		err := fmt.Errorf("dlock: lock %q: 1 of 3 nodes agreed, 2 needed; a:6379: %s; b:6379: %s", "job", node, node)
+		got := explainRedis(err)
+		want := strings.ReplaceAll(err.Error(), engine.Diagnose(reply).Advice(engine.APITerms), engine.Diagnose(reply).Advice(cliTerms))
+		if got != want {
+			t.Errorf("explainRedis(%q) =\n\t%s\nwant\n\t%s", err, got, want)
+		}
+		for _, goWord := range []string{"WithPrefix", "redis options", "EVALSHA, EVAL"} {
+			if strings.Contains(got, goWord) {
+				t.Errorf("explainRedis(%q) speaks of %s: %s", err, goWord, got)
+			}
+		}
+	}
+}
+
+// TestEveryDiagnosisHasExit: each cause the library tells has its row, and so its exit code.
+func TestEveryDiagnosisHasExit(t *testing.T) {
+	for d := engine.Unknown + 1; d.Advice(engine.APITerms) != ""; d++ {
+		if !slices.ContainsFunc(problems, func(p problem) bool { return p.cause == d && !p.sentinel }) {
+			t.Errorf("no row of problems for the library's diagnosis %d (%s)", d, d.Advice(cliTerms))
 		}
 	}
 }

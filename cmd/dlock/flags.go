@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // serverFlags are the flags every command that talks to Redis takes.
@@ -27,7 +29,7 @@ func (sf *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&sf.cluster, "cluster", false, "the URLs are seeds of one Redis Cluster")
 	sf.tls = tlsFlags{}
 	sf.tls.register(fs)
-	fs.StringVar(&sf.prefix, "prefix", "dlock:", "key namespace")
+	fs.StringVar(&sf.prefix, "prefix", engine.DefaultPrefix, "key namespace")
 	fs.BoolVar(&sf.verbose, "verbose", false, "log what the library does on stderr")
 }
 

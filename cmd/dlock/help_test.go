@@ -2,9 +2,13 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
 // TestHelp: 'dlock help', 'dlock help CMD', 'dlock CMD --help' and '-h' print the help on
@@ -67,6 +71,18 @@ func TestREADMEHasHelp(t *testing.T) {
 	for what, text := range texts {
 		if !strings.Contains(string(readme), text) {
 			t.Errorf("README.md lacks the text of '%s' (regenerate it: see the end of README.md)", what)
+		}
+	}
+}
+
+// TestHelpStatesLibraryDefaults: the help states the library's defaults as they are.
+func TestHelpStatesLibraryDefaults(t *testing.T) {
+	for text, want := range map[string]string{
+		topHelp(): fmt.Sprintf("--prefix P    the key namespace (default %q)", engine.DefaultPrefix),
+		runHelp:   fmt.Sprintf("(default %v, at least %v)", dlock.DefaultTTL, dlock.MinTTL),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the help does not say %q", want)
 		}
 	}
 }

@@ -3,16 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/keyspace"
+	"github.com/seed51c676c8/dlock/internal/quorum"
 )
 
 // holderRemaining describes, for a "not acquired" message, how long the holder keeps the
 // lock: the PTTL of the lock key, or on a quorum the time until a majority of the servers
-// could be free; "" when that is not known. It also reports whether a majority of the
-// servers answered: if not, the wait failed for want of Redis, not because of a holder.
+// could be free (quorum.UntilFree; a key without expiry is never free); "" when that is
+// not known. It also reports whether a majority of the servers answered: if not, the wait
+// failed for want of Redis, not because of a holder.
 func holderRemaining(d *deployment, keys keyspace.Keys) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
@@ -32,13 +33,13 @@ func holderRemaining(d *deployment, keys keyspace.Keys) (string, bool) {
 		}
 	}
 	answered := len(d.nodes)-failed >= d.majority()
-	needFree := d.majority() - free
-	slices.Sort(left)
+	need := d.majority() - free
+	until, known := quorum.UntilFree(need, left)
 	switch {
-	case needFree <= 0:
+	case need <= 0:
 		return " (it was released just now: try again)", answered
-	case len(left) >= needFree:
-		return fmt.Sprintf(", whose lease has %v left", roundDuration(left[needFree-1])), answered
+	case known:
+		return fmt.Sprintf(", whose lease has %v left", roundDuration(until)), answered
 	case noExpiry > 0:
 		return fmt.Sprintf(" and its key %s has no expiry: if its holder is gone, remove it with 'dlock unlock --force'", keys.Lock), answered
 	}

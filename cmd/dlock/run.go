@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/engine"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
-
-// unlockTimeout bounds the release after the command exited.
-const unlockTimeout = 5 * time.Second
 
 // runCmd holds the flags of 'dlock run'.
 type runCmd struct {
@@ -108,7 +106,7 @@ func cmdRun(c *cli, args []string) error {
 		return r.notAcquired(c, d, keys, name, err)
 	}
 	if r.sf.verbose {
-		fmt.Fprintf(c.stderr, "dlock run: acquired %q (fencing token %d, lease %v, renewed every %v)\n", name, lease.Token(), r.ttl, r.ttl/3)
+		fmt.Fprintf(c.stderr, "dlock run: acquired %q (fencing token %d, lease %v, renewed every %v)\n", name, lease.Token(), r.ttl, engine.RenewalInterval(r.ttl))
 	}
 
 	ch, err := startChild(c, command, r.foreground, name, lease.Token())
@@ -118,7 +116,7 @@ func cmdRun(c *cli, args []string) error {
 	}
 	status, lost := superviseChild(c, ch, lease, sigs, grace, name)
 	if !lost {
-		uctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
+		uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
 		err := lease.Unlock(uctx)
 		cancel()
 		switch {
@@ -223,7 +221,7 @@ func (r *runCmd) notAcquired(c *cli, d *deployment, keys keyspace.Keys, name str
 
 // releaseQuietly unlocks a lease whose command never ran; c may be nil.
 func releaseQuietly(c *cli, lease *dlock.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
 	defer cancel()
 	if err := lease.Unlock(ctx); err != nil && c != nil && !errors.Is(err, dlock.ErrNotHeld) {
 		fmt.Fprintf(c.stderr, "dlock run: warning: could not release the lock: %s\n", explainRedis(err))

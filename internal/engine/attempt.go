@@ -107,14 +107,10 @@ func settledOn(v *votes, verdict verdict) int64 {
 }
 
 // majorityFree returns how long until need of the held nodes could be free, from their
-// remaining times (0: unknown); -1 when unknown.
+// remaining times (0: unknown); -1 when unknown, as it is when any of them is.
 func majorityFree(left []time.Duration, need int) time.Duration {
-	if len(left) < need {
-		return -1
+	if d, ok := quorum.UntilFree(need, left); ok && !slices.Contains(left, 0) {
+		return d
 	}
-	slices.Sort(left)
-	if left[0] == 0 {
-		return -1
-	}
-	return left[need-1]
+	return -1
 }

@@ -18,9 +18,13 @@ type ClientConfig struct {
 	Err         error      // the first invalid option
 }
 
+// DefaultPrefix is the key namespace when no prefix is given: the library's WithPrefix and
+// the CLI's --prefix.
+const DefaultPrefix = "dlock:"
+
 // DefaultClientConfig is the configuration before any option.
 func DefaultClientConfig() ClientConfig {
-	return ClientConfig{Prefix: "dlock:", Logger: slog.New(slog.DiscardHandler), DriftFactor: 0.01}
+	return ClientConfig{Prefix: DefaultPrefix, Logger: slog.New(slog.DiscardHandler), DriftFactor: 0.01}
 }
 
 // LockConfig is one lock's configuration; the public package's LockOptions set it.
@@ -34,6 +38,14 @@ const DefaultTTL = 30 * time.Second
 
 // MinTTL is the shortest lease dlock accepts.
 const MinTTL = 10 * time.Millisecond
+
+// RenewalInterval is when a renewing lease is renewed: a third of the way into its TTL,
+// counted from the send of the request that set it.
+func RenewalInterval(ttl time.Duration) time.Duration { return ttl / 3 }
+
+// UnlockTimeout bounds the Unlock sent after the work under a lock is done (Mutex.Do, the
+// CLI's run), when the caller's context may already have ended.
+const UnlockTimeout = 5 * time.Second
 
 // DefaultLockConfig is the configuration before any option.
 func DefaultLockConfig() LockConfig { return LockConfig{TTL: DefaultTTL, Renew: true} }

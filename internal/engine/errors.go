@@ -19,32 +19,87 @@ var (
 	ErrNotReplicated = errors.New("dlock: not replicated")
 )
 
-// advice is what to do about the errors whose cause is a setting or the data rather than
-// a passing failure: retrying cannot help them.
-var advice = []struct {
-	match func(msg string) bool
-	hint  string
+// A Diagnosis is a known cause of a server's error that retrying cannot help: a setting or
+// the data, not load or topology. The CLI tells the same causes with Diagnose, and adds
+// its exit codes.
+type Diagnosis int
+
+// The causes that have advice; Unknown has none.
+const (
+	Unknown           Diagnosis = iota
+	BadCredentials              // the server refused the user or the password
+	NoPermission                // the ACL user may not run a command dlock sends
+	KeyInUse                    // a key of the lock holds another type of value (WRONGTYPE)
+	CounterNotInteger           // the fencing counter holds something that is not an integer
+	NotDeadline                 // a TimestampMutex's key holds something that is not a deadline
+)
+
+// Terms are one interface's words for what advice points to: the Go API's (APITerms) or
+// the CLI's.
+type Terms struct {
+	Credentials string // where the user and the password are given
+	Prefix      string // how another key namespace is chosen
+	Permissions string // what the Redis user needs, or where to check it
+}
+
+// APITerms are the Go API's words, those of Explain.
+var APITerms = Terms{
+	Credentials: "the redis options or URL",
+	Prefix:      "another prefix with WithPrefix",
+	Permissions: "EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels",
+}
+
+// diagnoses are told by what the error's text contains (a server's reply begins with its
+// code, but a reply can reach the CLI wrapped, and Redis before 6 says "ERR invalid
+// password"), the first that matches, with what to do in an interface's terms.
+var diagnoses = []struct {
+	d      Diagnosis
+	signs  []string
+	advice func(t Terms) string
 }{
-	{refusedCredentials, "the server refused the credentials: check the user and password in the redis options or URL"},
-	{prefix("WRONGTYPE"), "the lock's key is used by something else: choose another name, or another prefix with WithPrefix"},
-	{prefix("NOPERM"), "the Redis user lacks a permission dlock needs: EVALSHA, EVAL, PUBLISH or SPUBLISH, SUBSCRIBE on the lock's keys and channels"},
-	{prefix("ERR value is not an integer"), "the lock's fencing counter was overwritten with something else: delete it, or choose another name"},
-	{prefix(notStampPrefix), "a TimestampMutex's key holds its holder's deadline, unix milliseconds as a decimal integer: if another program uses the key for something else, choose another name or prefix"},
+	{BadCredentials, []string{"WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"}, func(t Terms) string {
+		return "the server refused the credentials: check the user and password in " + t.Credentials
+	}},
+	{NoPermission, []string{"NOPERM"}, func(t Terms) string {
+		return "the Redis user lacks a permission dlock needs: " + t.Permissions
+	}},
+	{KeyInUse, []string{"WRONGTYPE"}, func(t Terms) string {
+		return "a key of the lock is used by something else: choose another name or " + t.Prefix
+	}},
+	{CounterNotInteger, []string{"ERR value is not an integer"}, func(Terms) string {
+		return "the lock's fencing counter was overwritten with something else: delete it, or choose another name"
+	}},
+	{NotDeadline, []string{notStampPrefix}, func(t Terms) string {
+		return "a TimestampMutex's key holds its holder's deadline, unix milliseconds as a decimal integer: if another program uses the key for something else, choose another name or " + t.Prefix
+	}},
 }
 
-func prefix(p string) func(string) bool {
-	return func(msg string) bool { return strings.HasPrefix(msg, p) }
+// Diagnose returns the known cause of the error whose text is msg, or Unknown.
+func Diagnose(msg string) Diagnosis {
+	for _, d := range diagnoses {
+		for _, sign := range d.signs {
+			if strings.Contains(msg, sign) {
+				return d.d
+			}
+		}
+	}
+	return Unknown
 }
 
-func refusedCredentials(msg string) bool {
-	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") ||
-		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password")
+// Advice is what to do about d, in the words t; "" for Unknown.
+func (d Diagnosis) Advice(t Terms) string {
+	for _, dg := range diagnoses {
+		if dg.d == d {
+			return dg.advice(t)
+		}
+	}
+	return ""
 }
 
-// Explain adds what to do to the errors that have advice.
+// Explain adds what to do, in the Go API's words, to the errors that have advice.
 func Explain(err error) string {
 	msg := err.Error()
-	if a := adviceFor(msg); a != "" {
+	if a := Diagnose(msg).Advice(APITerms); a != "" {
 		return msg + " (" + a + ")"
 	}
 	return msg
@@ -52,16 +107,7 @@ func Explain(err error) string {
 
 // permanent reports whether retrying cannot help: the server answered, and the answer is
 // about credentials, permissions or the data, not about load or topology.
-func permanent(err error) bool { return adviceFor(err.Error()) != "" }
-
-func adviceFor(msg string) string {
-	for _, a := range advice {
-		if a.match(msg) {
-			return a.hint
-		}
-	}
-	return ""
-}
+func permanent(err error) bool { return Diagnose(err.Error()) != Unknown }
 
 // Failure is one node's failure in an operation, for the public package's NodeError.
 type Failure struct {

@@ -86,7 +86,7 @@ func newHold(t *Target, token any, fence, spare uint64, ttl time.Duration, deadl
 func (h *Hold) startAcquired(start time.Time) (*Lease, error) {
 	var renewAt time.Time
 	if h.t.cfg.Renew {
-		renewAt = start.Add(h.ttl / 3)
+		renewAt = start.Add(RenewalInterval(h.ttl))
 	}
 	return h.start(renewAt, h.ttl/6)
 }
@@ -282,7 +282,7 @@ func (h *Hold) renewed(seq uint64, start time.Time, deadline time.Time) bool {
 	h.mu.Unlock()
 	var renewAt time.Time
 	if h.t.cfg.Renew {
-		renewAt = start.Add(ttl / 3)
+		renewAt = start.Add(RenewalInterval(ttl))
 	}
 	h.c.sched.Renewed(&h.entry, renewAt, deadline)
 	return true

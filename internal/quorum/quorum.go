@@ -4,6 +4,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,22 @@ import (
 
 // Majority is the number of nodes out of n that must agree: n/2 + 1.
 func Majority(n int) int { return n/2 + 1 }
+
+// UntilFree returns how long until need more nodes could be free of a lock that others
+// hold, from left: the time the holder's lease has on each node that holds it and whose
+// time is known. It is the need-th shortest of them (0 when need <= 0: enough are free
+// already); ok is false when fewer than need are known, so that no time can be told.
+// It sorts left.
+func UntilFree(need int, left []time.Duration) (d time.Duration, ok bool) {
+	if need <= 0 {
+		return 0, true
+	}
+	if len(left) < need {
+		return 0, false
+	}
+	slices.Sort(left)
+	return left[need-1], true
+}
 
 // Drift is the clock-drift allowance for a lease of length ttl: ttl*factor plus 2ms for
 // the granularity of the servers' expiry clocks.

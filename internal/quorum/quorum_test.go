@@ -33,6 +33,40 @@ func TestMajority(t *testing.T) {
 	}
 }
 
+func TestUntilFree(t *testing.T) {
+	t.Parallel()
+	ms := func(v ...int) []time.Duration {
+		var d []time.Duration
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Millisecond)
+		}
+		return d
+	}
+	for _, tt := range []struct {
+		need int
+		left []time.Duration
+		want time.Duration
+		ok   bool
+	}{
+		{0, nil, 0, true},                          // a majority is free already
+		{-1, ms(5), 0, true},                       // more than a majority is
+		{1, ms(300), 300 * time.Millisecond, true}, // one deployment
+		{1, ms(900, 200, 500), 200 * time.Millisecond, true},
+		{2, ms(900, 200, 500), 500 * time.Millisecond, true}, // 3 nodes, none free
+		{3, ms(900, 200, 500), 900 * time.Millisecond, true},
+		{2, ms(700), 0, false}, // the others: no expiry, or no answer
+		{1, nil, 0, false},     // nothing known
+		{2, ms(0, 0), 0, true}, // both about to expire
+		{3, ms(4, 4, 1, 9), 4 * time.Millisecond, true},
+	} {
+		left := slices.Clone(tt.left)
+		got, ok := UntilFree(tt.need, left)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("UntilFree(%d, %v) = %v, %v; want %v, %v", tt.need, tt.left, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 func TestDrift(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
