@@ -1,6 +1,10 @@
 package dlock
 
-import "time"
+import (
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
+)
 
 // Hooks for the external tests.
 
@@ -18,4 +22,4 @@ func SetRenewCaptured(c *Client, f func() (applied func())) { c.e.SetRenewCaptur
 
 // LeaveTurns sends m's leave of the turns for a standing request with token ask, as the
 // last local waiter that gives up does.
-func LeaveTurns(m *Mutex, ask string) { m.t.LeaveTurns(ask) }
+func LeaveTurns(m *Mutex, ask string) { engine.LeaveTurns(m.t, ask) }

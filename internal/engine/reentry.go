@@ -53,59 +53,26 @@ func carried(ctx context.Context, c *Client, kind, lockKey string) (same, other 
 	return nil, other
 }
 
-// waitsFor reports whether a Lock of r would wait for other, a hold of another kind on
-// r's lock key (carried). A Semaphore finds that key of another type, and a
-// TimestampMutex finds that it holds no deadline (ErrNotTimestamp): both fail at once,
-// unless the TimestampMutex queues behind other in this process first (the local queue is
-// by lock key: queue.go). An RLock under its RWMutex's write lease downgrades.
-func waitsFor(r *request, other *Hold) bool {
-	switch r.t.scheme.kind() {
-	case KindSemaphore:
-		return false
-	case KindTimestamp:
-		return other.t.share.queues()
-	case KindRead:
-		return other.t.scheme.kind() != KindWrite
-	}
-	return true
-}
-
 // waitsForItself is the error of a Lock of r that would wait for leases its ctx carries,
-// or nil: other (carried) holds r's lock key alone and r waits for it (waitsFor), or the
-// permits of r's semaphore that they hold leave too few for r (a Semaphore is not
-// re-entrant). A try does not wait: it fails as it would for anyone's lease.
+// or nil: other (carried) holds r's lock key alone and r's kind waits for it
+// (scheme.waitsFor), or the kind finds that the leases ctx carries keep r out
+// (scheme.selfWait: a Semaphore's permits). A try does not wait: it fails as it would for
+// anyone's lease.
 func waitsForItself(ctx context.Context, r *request, other *Hold) error {
 	t := r.t
 	switch {
 	case r.try:
 		return nil
-	case other != nil && waitsFor(r, other):
+	case other != nil && t.scheme.waitsFor(other):
 		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: %s",
 			t.name, other.t.scheme.kind(), t.scheme.kind(), selfWaitAdvice)
 	}
-	if s, ok := t.scheme.(*semaphoreScheme); ok {
-		if held := heldPermits(ctx, t); held+r.n > s.size {
-			return fmt.Errorf("dlock: semaphore %q: ctx carries live leases of this Client on %d of its %d permits, and this Acquire of %d would wait for itself: unlock them first, or acquire with a context that does not carry them",
-				t.name, held, s.size, r.n)
-		}
-	}
-	return nil
+	return t.scheme.selfWait(ctx, r)
 }
 
 // selfWaitAdvice ends the error of a Lock refused because it would wait for a lease its
 // ctx carries.
 const selfWaitAdvice = "unlock that lease first, or lock with a context that does not carry it"
-
-// heldPermits is how many permits of the semaphore t the live leases of t's Client that
-// ctx carries hold.
-func heldPermits(ctx context.Context, t *Target) (n int64) {
-	for h := range liveHolds(ctx, t.c) {
-		if h.t.scheme.kind() == KindSemaphore && h.t.keys.Lock == t.keys.Lock {
-			n += h.permits
-		}
-	}
-	return n
-}
 
 // withLease returns base carrying l in front of the leases that parent carries.
 func withLease(base, parent context.Context, l *Lease) context.Context {

@@ -82,6 +82,9 @@ func (*readScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	call.Args = []any{token, ttl}
 }
 
+// waitsFor: an RLock under its RWMutex's write lease downgrades.
+func (*readScheme) waitsFor(other *Hold) bool { return other.t.scheme.kind() != KindWrite }
+
 func (*readScheme) need(n int) int             { return quorum.Majority(n) }
 func (*readScheme) exclusive(*Target) []string { return nil }
 func (*readScheme) policy() policy             { return policy{reentrant: true} }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -47,6 +48,11 @@ type scheme interface {
 	// majority's token (fence.go).
 	names(t *Target) []string
 	fenceKeys(t *Target) []string
+	// waitsFor reports whether a Lock of this kind waits for other, a hold of another kind
+	// that holds its lock key alone (reentry.go); selfWait is the error of a Lock of r that
+	// the leases ctx carries keep out otherwise, or nil.
+	waitsFor(other *Hold) bool
+	selfWait(ctx context.Context, r *request) error
 }
 
 // plain gives a scheme the common answers: a random token, errors as they are, every name
@@ -60,6 +66,8 @@ func (plain) names(t *Target) []string                  { return []string{t.name
 func (plain) fenceKeys(t *Target) []string              { return t.fenceKeys }
 func (plain) exclusive(t *Target) []string              { return t.lockKeys }
 func (plain) sharing(*Target) sharing                   { return alone{} }
+func (plain) waitsFor(*Hold) bool                       { return true }
+func (plain) selfWait(context.Context, *request) error  { return nil }
 
 // The kinds of lock as the engine's reports name them (scheme.kind; dlock's event kinds).
 const (

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -82,3 +83,23 @@ func (*semaphoreScheme) policy() policy { return policy{waitList: true} }
 
 // exclusive: a permit shares its key.
 func (*semaphoreScheme) exclusive(*Target) []string { return nil }
+
+// waitsFor: a Semaphore finds the key of another kind of another type, and fails at once.
+func (*semaphoreScheme) waitsFor(*Hold) bool { return false }
+
+// selfWait: a Semaphore is not re-entrant, so the permits the leases ctx carries hold
+// must leave room for r's.
+func (s *semaphoreScheme) selfWait(ctx context.Context, r *request) error {
+	t := r.t
+	var held int64
+	for h := range liveHolds(ctx, t.c) {
+		if h.t.scheme.kind() == KindSemaphore && h.t.keys.Lock == t.keys.Lock {
+			held += h.permits
+		}
+	}
+	if held+r.n > s.size {
+		return fmt.Errorf("dlock: semaphore %q: ctx carries live leases of this Client on %d of its %d permits, and this Acquire of %d would wait for itself: unlock them first, or acquire with a context that does not carry them",
+			t.name, held, s.size, r.n)
+	}
+	return nil
+}

@@ -85,9 +85,3 @@ func (t *Target) Name() string { return t.name }
 // LocalWaiters returns how many goroutines of t's Client wait for t in its local queue,
 // for tests.
 func (t *Target) LocalWaiters() int { return t.c.local.waiting(t.keys.Lock) }
-
-// LeaveTurns sends t's leave of the turns for a standing request with token ask, as the
-// last local waiter that gives up does, for tests. t is a Mutex.
-func (t *Target) LeaveTurns(ask string) {
-	withdraw(t, t.scheme.(*mutexScheme).mutexKeys, &mutexAsk{token: ask})
-}

@@ -125,6 +125,10 @@ func (stampScheme) channels(t *Target, _ *request, n *Node) []notify.Channel {
 
 func (stampScheme) policy() policy { return policy{reentrant: true, track: true} }
 
+// waitsFor: a TimestampMutex finds that a key of another kind holds no deadline
+// (ErrNotTimestamp) and fails at once, unless it queues behind other in this process
+// first (the local queue is by lock key: queue.go).
+func (stampScheme) waitsFor(other *Hold) bool { return other.t.share.queues() }
+
 // sharing: a TimestampMutex queues locally, by lock key, with the other kinds of its name.
 func (stampScheme) sharing(t *Target) sharing { return queued{t} }
-

@@ -77,3 +77,9 @@ func withdraw(t *Target, s *mutexKeys, ask *mutexAsk) {
 		return true
 	})
 }
+
+// LeaveTurns sends the leave of the Mutex t's turns for a standing request with token ask,
+// as the last local waiter that gives up does, for tests.
+func LeaveTurns(t *Target, ask string) {
+	withdraw(t, t.scheme.(*mutexScheme).mutexKeys, &mutexAsk{token: ask})
+}
