@@ -64,7 +64,7 @@ func NewClient(rdbs []redis.UniversalClient, batchers []*batch.Batcher, cfg Clie
 		done:     make(chan struct{}),
 	}
 	for i, rdb := range rdbs {
-		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger, cfg.Observers))
+		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger, func(addr string) { nodeSilent(cfg.Observers, addr) }))
 		c.allNodes = append(c.allNodes, i)
 	}
 	c.sched = renew.New(func(due []*renew.Entry) { renewBatch(c, due) }, expire)

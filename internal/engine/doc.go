@@ -2,19 +2,19 @@
 // it and says what is guaranteed. ARCHITECTURE.md at the root of the repository maps the
 // data flow to the files of this package and lists the invariants and where each is kept.
 //
-// A Lock call flows one way, and each file calls only files below it in this list (a
-// test, internal/structure, counts the pairs of files that call each other):
+// A Lock call flows through these files, and their calls go one way, with no cycle (a
+// test, internal/structure, checks it):
 //
-//	target.go, request.go       a handle, and one call of Lock
-//	sharing.go (queue.go,        how the goroutines of one process share a key: a local
-//	  hotkey.go, fair.go)        queue, hand-off, turns, claims
-//	wait.go, listen.go,          the wait: wake-ups, CLIENT TRACKING, the back-off
+//	target.go, request.go        a handle, and one call of Lock
+//	sharing.go (queue.go,         how the goroutines of one process share a key: a local
+//	  hotkey.go, fair.go)         queue, hand-off, turns, claims
+//	wait.go, listen.go,           the wait: wake-ups, CLIENT TRACKING, the back-off
 //	  tracking.go
-//	attempt.go, fence.go         one attempt, its verdict, the fencing token settled
-//	fanout.go, votes.go, late.go one call per part and node, the answers counted
-//	hold.go, lease.go            the hold of an acquisition, and its leases
-//	renewal.go                   every due hold of the Client renewed in one write per node
-//	local.go, node.go            what this process holds and waits for; one deployment
+//	attempt.go, fence.go          one attempt, its verdict, the fencing token settled
+//	hold.go, lease.go             the hold of an acquisition, and its leases
+//	renewal.go                    every due hold of the Client renewed in one write per node
+//	poll.go, fanout.go, votes.go  one call per part and node, the answers counted
+//	local.go, node.go             what this process holds and waits for; one deployment
 //
 // Each kind of lock is a scheme (scheme.go) in files of its own: its scripts, keys and
 // arguments, how its waiters wait (policy), and its sharing, made by the constructor that

@@ -6,25 +6,16 @@ import (
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/quorum"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // The one fan-out: every step that asks the nodes (an attempt, a release, an Extend, a
 // fencing counter raised, a MultiMutex's parts given back) sends one call per part and
-// node through poll, and counts the answers and the silent nodes in votes (votes.go); a
+// node through canvass (poll.go's poll is canvass and the late replies heard), and counts
+// the answers and the silent nodes in votes (votes.go); a
 // renewal batch, which sends many holds' calls in one write per node, counts each hold's
 // answers and the silent nodes the same way (renewal.go). What nothing waits for
 // (undoing an attempt, leaving a wait list) goes out through sendTo.
-
-// poll sends one call per part to each node (all of them, or those listed in only) and
-// counts the replies until decide says the outcome is settled, every node answered, the
-// per-node timeout passed or ctx ended. Calls still outstanding then are abandoned, not
-// cancelled; the replies of silent nodes among them are heard (hearLate).
-func poll(ctx context.Context, c *Client, parts []*Target, only []int, ttl time.Duration,
-	prepare func(p *Target, call *batch.Call), decide func(v *votes) bool) *votes {
-	v := canvass(ctx, c, parts, only, ttl, prepare, decide)
-	hearLate(c, v, raiser{})
-	return v
-}
 
 // canvass is poll that leaves the replies it did not wait for to its caller, which passes
 // the votes to hearLate once it knows what they are for (an acquisition's fence).
@@ -91,4 +82,22 @@ func sendTo(c *Client, nodes []int, life time.Duration, prepare func(call *batch
 			c.batchers[i].TrySend(call)
 		}
 	}
+}
+
+// prepareRaise prepares fence_raise.lua: t's counters raised to fence, never lowered.
+func prepareRaise(t *Target, fence string, call *batch.Call) {
+	call.Script = scripts.FenceRaise
+	call.Keys = t.scheme.fenceKeys(t)
+	call.Args = []any{fence}
+}
+
+// raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
+// a node that misses it is raised by the next acquisition whose reply it sends, in time or
+// late. With no node to raise (the nodes are in step, the uncontended case) it sends
+// nothing.
+func raiseAbandoned(t *Target, nodes []int, fence string) {
+	sendTo(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
+		prepareRaise(t, fence, call)
+		return true
+	})
 }

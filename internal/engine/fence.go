@@ -5,13 +5,12 @@ import (
 	"strconv"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // Fencing tokens on a quorum: each node keeps its own counter, and an acquisition settles
 // on the largest a node of its majority granted. The nodes behind it are raised
 // (fence_raise.lua, which only raises): those that granted in time before the lock is
-// granted (settleFence), those that grant late as their replies come (late.go).
+// granted (settleFence), those that grant late as their replies come (poll.go).
 
 // settleFence makes sure a majority holds at least fence before the lock is granted: the
 // nodes that granted with a smaller counter are raised to it (and those that grant after
@@ -43,30 +42,6 @@ func settleFence(ctx context.Context, t *Target, fences []int64, fence int64) bo
 	return have+v.yes >= need
 }
 
-func prepareRaise(t *Target, fence string, call *batch.Call) {
-	call.Script = scripts.FenceRaise
-	call.Keys = t.scheme.fenceKeys(t)
-	call.Args = []any{fence}
-}
-
-// raiseAbandoned raises the fencing counter of the given nodes without waiting for them;
-// a node that misses it is raised by the next acquisition whose reply it sends, in time or
-// late. With no node to raise (the nodes are in step, the uncontended case) it sends
-// nothing.
-func raiseAbandoned(t *Target, nodes []int, fence string) {
-	sendTo(t.c, nodes, t.cfg.TTL, func(call *batch.Call) bool {
-		prepareRaise(t, fence, call)
-		return true
-	})
-}
-
-// A raiser raises the nodes whose late grant of an acquisition of t shows a counter below
-// the fence it settled on (late.go).
-type raiser struct {
-	t     *Target
-	fence int64
-}
-
 // raiserFor returns the raiser of an acquisition of t that settled on fence; the zero
 // raiser, which raises nothing, when there is nothing to raise: no fence, or one
 // deployment.
@@ -75,8 +50,4 @@ func raiserFor(t *Target, fence int64) raiser {
 		return raiser{}
 	}
 	return raiser{t, fence}
-}
-
-func (r raiser) raise(node int) {
-	raiseAbandoned(r.t, []int{node}, strconv.FormatInt(r.fence, 10))
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/notify"
 	"github.com/seed51c676c8/dlock/internal/quorum"
@@ -21,43 +19,6 @@ func NewMutex(c *Client, name string, cfg LockConfig, cfgErr error) *Target {
 type mutexScheme struct {
 	plain
 	*mutexKeys
-}
-
-// mutexKeys are the keys and constant arguments of a Mutex's scripts, made (and boxed) once
-// per handle; an RWMutex writer releases as a Mutex does, with them. Read-only.
-type mutexKeys struct {
-	keys, releaseKeys       []string // acquire: lock, fence, turns, asks, gone; release: lock, turns, fence, asks, gone
-	keyArgs, releaseKeyArgs []any
-	channelArg              any
-	turns                   bool // its releases pass the lock in turns (mutexTurns)
-	turnIDArg               any  // this Client's id in the turn list, or "" with no turns
-	turnsLifeArg            any  // how long a turn list outlives its last change, in ms
-}
-
-func newMutexKeys(t *Target, turns bool) *mutexKeys {
-	k := t.keys
-	s := &mutexKeys{
-		keys:        []string{k.Lock, k.Fence, k.Turns, k.Asks, k.Gone},
-		releaseKeys: []string{k.Lock, k.Turns, k.Fence, k.Asks, k.Gone},
-		channelArg:  k.Channel,
-		turns:       turns,
-		turnIDArg:   noArg,
-		// Waiters refresh the list at least once per holder's TTL (their expiry hint).
-		turnsLifeArg: ms(max(3*t.cfg.TTL, time.Minute).Milliseconds()),
-	}
-	if turns {
-		s.turnIDArg = t.c.id
-	}
-	s.keyArgs, s.releaseKeyArgs = boxed(s.keys), boxed(s.releaseKeys)
-	return s
-}
-
-// turn is the turn length argument of a release: "" when the releases take no turns.
-func (s *mutexKeys) turn(c *Client) any {
-	if s.turns {
-		return c.turn.arg
-	}
-	return noArg
 }
 
 func (*mutexScheme) kind() string { return KindMutex }
@@ -82,15 +43,6 @@ func (s *mutexScheme) release(t *Target, token any, publish string, call *batch.
 
 func (*mutexScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
 	mutexExtend(t, token, ttl, call)
-}
-
-// mutexRelease prepares mutex_release.lua on the keys of s: a release (mode releaseMode)
-// of token, or a process that stops waiting (leaveMode, with its id as me and its
-// request's token).
-func mutexRelease(s *mutexKeys, c *Client, token any, publish string, mode, me any, call *batch.Call) {
-	call.Script = scripts.MutexRelease
-	call.Keys, call.KeyArgs = s.releaseKeys, s.releaseKeyArgs
-	call.Args = []any{token, s.channelArg, publishArg(publish), s.turn(c), grantLengthArg, mode, me}
 }
 
 // mutexExtend prepares mutex_extend.lua: the extend of every kind whose lock key holds its

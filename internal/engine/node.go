@@ -32,14 +32,15 @@ type Node struct {
 	// so that a node is waited for again.
 	silentUntil atomic.Int64
 
-	observers []Observer // the Client's, told when the node becomes silent
+	// silenced tells the Client's observers that the node became silent (NodeSilent).
+	silenced func(addr string)
 }
 
 // silentPolls is how many per-node timeouts a node stays silent after it last missed one.
 const silentPolls = 5
 
-func newNode(rdb redis.UniversalClient, logger *slog.Logger, observers []Observer) *Node {
-	n := &Node{RDB: rdb, Name: NodeName(rdb), hub: notify.NewHub(rdb, logger), observers: observers}
+func newNode(rdb redis.UniversalClient, logger *slog.Logger, silenced func(addr string)) *Node {
+	n := &Node{RDB: rdb, Name: NodeName(rdb), hub: notify.NewHub(rdb, logger), silenced: silenced}
 	switch r := rdb.(type) {
 	case *redis.ClusterClient:
 		n.cluster = true
@@ -92,7 +93,7 @@ func (n *Node) silent() bool {
 func (n *Node) missed(timeout time.Duration) {
 	now := monoNow()
 	if was := n.silentUntil.Swap(now + int64(silentPolls*timeout)); was == 0 || now >= was {
-		nodeSilent(n.observers, n.Name) // once per silence: only the call that began it saw it not silent
+		n.silenced(n.Name) // once per silence: only the call that began it saw it not silent
 	}
 }
 

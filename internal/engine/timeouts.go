@@ -45,3 +45,17 @@ func gaveUp(name string, ctx context.Context, left time.Duration) error {
 	}
 	return fmt.Errorf("dlock: lock %q: gave up waiting: %w", name, ctx.Err())
 }
+
+// turnLength is how long a released lock is kept for the process whose turn it is. That
+// process was told by the release and normally asks within a round trip; the turn only
+// lapses when it has died or stopped waiting without saying so. Each Client keeps its own
+// (a turn), which tests change before they use it.
+const turnLength = 20 * time.Millisecond
+
+// A turn is a Client's turn length, and the same as a script argument (boxed once).
+type turn struct {
+	length time.Duration
+	arg    any
+}
+
+func newTurn(d time.Duration) turn { return turn{length: d, arg: ms(d.Milliseconds())} }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // Turns between processes (Mutex on one deployment): a release gives the lock to the
@@ -23,20 +24,6 @@ import (
 // grant or a turn that is not theirs: only when it could have lapsed. Turns need one
 // deployment: independent quorum nodes would pass the lock to different processes, so a
 // quorum Client takes no turns.
-
-// turnLength is how long a released lock is kept for the process whose turn it is. That
-// process was told by the release and normally asks within a round trip; the turn only
-// lapses when it has died or stopped waiting without saying so. Each Client keeps its own
-// (a turn), which tests change before they use it.
-const turnLength = 20 * time.Millisecond
-
-// A turn is a Client's turn length, and the same as a script argument (boxed once).
-type turn struct {
-	length time.Duration
-	arg    any
-}
-
-func newTurn(d time.Duration) turn { return turn{length: d, arg: ms(d.Milliseconds())} }
 
 // grantLength bounds the lease that a release grants, and askLife is how long a standing
 // request lives unless the process refreshes it, which it does every waiterRefresh while
@@ -82,4 +69,50 @@ func withdraw(t *Target, s *mutexKeys, ask *mutexAsk) {
 // as the last local waiter that gives up does, for tests.
 func LeaveTurns(t *Target, ask string) {
 	withdraw(t, t.scheme.(*mutexScheme).mutexKeys, &mutexAsk{token: ask})
+}
+
+// mutexKeys are the keys and constant arguments of a Mutex's scripts, made (and boxed) once
+// per handle; an RWMutex writer releases as a Mutex does, with them. Read-only.
+type mutexKeys struct {
+	keys, releaseKeys       []string // acquire: lock, fence, turns, asks, gone; release: lock, turns, fence, asks, gone
+	keyArgs, releaseKeyArgs []any
+	channelArg              any
+	turns                   bool // its releases pass the lock in turns (mutexTurns)
+	turnIDArg               any  // this Client's id in the turn list, or "" with no turns
+	turnsLifeArg            any  // how long a turn list outlives its last change, in ms
+}
+
+func newMutexKeys(t *Target, turns bool) *mutexKeys {
+	k := t.keys
+	s := &mutexKeys{
+		keys:        []string{k.Lock, k.Fence, k.Turns, k.Asks, k.Gone},
+		releaseKeys: []string{k.Lock, k.Turns, k.Fence, k.Asks, k.Gone},
+		channelArg:  k.Channel,
+		turns:       turns,
+		turnIDArg:   noArg,
+		// Waiters refresh the list at least once per holder's TTL (their expiry hint).
+		turnsLifeArg: ms(max(3*t.cfg.TTL, time.Minute).Milliseconds()),
+	}
+	if turns {
+		s.turnIDArg = t.c.id
+	}
+	s.keyArgs, s.releaseKeyArgs = boxed(s.keys), boxed(s.releaseKeys)
+	return s
+}
+
+// turn is the turn length argument of a release: "" when the releases take no turns.
+func (s *mutexKeys) turn(c *Client) any {
+	if s.turns {
+		return c.turn.arg
+	}
+	return noArg
+}
+
+// mutexRelease prepares mutex_release.lua on the keys of s: a release (mode releaseMode)
+// of token, or a process that stops waiting (leaveMode, with its id as me and its
+// request's token).
+func mutexRelease(s *mutexKeys, c *Client, token any, publish string, mode, me any, call *batch.Call) {
+	call.Script = scripts.MutexRelease
+	call.Keys, call.KeyArgs = s.releaseKeys, s.releaseKeyArgs
+	call.Args = []any{token, s.channelArg, publishArg(publish), s.turn(c), grantLengthArg, mode, me}
 }

@@ -67,6 +67,22 @@ type pair struct {
 
 // callPairs returns the pairs of p's files that refer to each other, ordered by name.
 func callPairs(p *pkg) []pair {
+	first := fileRefs(p)
+	var pairs []pair
+	for key, ab := range first {
+		if ba, ok := first[[2]string{key[1], key[0]}]; ok && key[0] < key[1] {
+			pairs = append(pairs, pair{a: key[0], b: key[1], ab: ab, ba: ba})
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool {
+		return pairs[i].a < pairs[j].a || pairs[i].a == pairs[j].a && pairs[i].b < pairs[j].b
+	})
+	return pairs
+}
+
+// fileRefs returns the first reference from each of p's files into each other one that it
+// refers to, by (from, to) file name.
+func fileRefs(p *pkg) map[[2]string]ref {
 	first := make(map[[2]string]ref) // by (from, to) file name
 	for i, f := range p.files {
 		from := p.names[i]
@@ -87,16 +103,7 @@ func callPairs(p *pkg) []pair {
 			})
 		}
 	}
-	var pairs []pair
-	for key, ab := range first {
-		if ba, ok := first[[2]string{key[1], key[0]}]; ok && key[0] < key[1] {
-			pairs = append(pairs, pair{a: key[0], b: key[1], ab: ab, ba: ba})
-		}
-	}
-	sort.Slice(pairs, func(i, j int) bool {
-		return pairs[i].a < pairs[j].a || pairs[i].a == pairs[j].a && pairs[i].b < pairs[j].b
-	})
-	return pairs
+	return first
 }
 
 // staticFunc returns the function or concrete method of p that id refers to, or nil.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"strconv"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -24,6 +26,28 @@ import (
 // live nodes keep step, and a node restarted empty cannot, with others behind, make such a
 // majority. A node in step (the uncontended case) gets nothing, and a raise that lands
 // late, after the hold ended or after later acquisitions, only raises.
+
+// poll sends one call per part to each node (all of them, or those listed in only) and
+// counts the replies until decide says the outcome is settled, every node answered, the
+// per-node timeout passed or ctx ended. Calls still outstanding then are abandoned, not
+// cancelled; the replies of silent nodes among them are heard (hearLate).
+func poll(ctx context.Context, c *Client, parts []*Target, only []int, ttl time.Duration,
+	prepare func(p *Target, call *batch.Call), decide func(v *votes) bool) *votes {
+	v := canvass(ctx, c, parts, only, ttl, prepare, decide)
+	hearLate(c, v, raiser{})
+	return v
+}
+
+// A raiser raises the nodes whose late grant of an acquisition of t shows a counter below
+// the fence it settled on (lateReplies).
+type raiser struct {
+	t     *Target
+	fence int64
+}
+
+func (r raiser) raise(node int) {
+	raiseAbandoned(r.t, []int{node}, strconv.FormatInt(r.fence, 10))
+}
 
 // lateReplies is what hear waits for, on a goroutine of its own.
 type lateReplies struct {
