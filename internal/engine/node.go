@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock/internal/notify"
+	"github.com/seed51c676c8/dlock/observe"
 )
 
 // Node is one Redis deployment of a Client.
@@ -32,13 +33,13 @@ type Node struct {
 	// so that a node is waited for again.
 	silentUntil atomic.Int64
 
-	observers []Observer // the Client's, told when the node becomes silent
+	observers []observe.Observer // the Client's, told when the node becomes silent
 }
 
 // silentPolls is how many per-node timeouts a node stays silent after it last missed one.
 const silentPolls = 5
 
-func newNode(rdb redis.UniversalClient, logger *slog.Logger, observers []Observer) *Node {
+func newNode(rdb redis.UniversalClient, logger *slog.Logger, observers []observe.Observer) *Node {
 	n := &Node{RDB: rdb, Name: NodeName(rdb), hub: notify.NewHub(rdb, logger), observers: observers}
 	switch r := rdb.(type) {
 	case *redis.ClusterClient:

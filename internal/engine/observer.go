@@ -8,93 +8,21 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/observe"
 )
 
-// An Observer is told what the engine does; the public package turns each report into its
-// public event (dlock.Observer). The engine calls its observers synchronously, in order,
-// on the goroutine doing the work, and only when there are any (Client.observed): with
-// none, a report is never built.
+// The observers (observe.Observer, ClientConfig.Observers) are called synchronously, in
+// order, on the goroutine doing the work, and only when there are any (Client.observed):
+// with none, an event is never built. A nil field of an observer is never called.
 //
-// Every report is built and sent by the functions of this file; the engine's steps call
+// Every event is built and sent by the functions of this file; the engine's steps call
 // them in one line each, and each returns at once when the Client has no observer.
 // The events of one hold are sent in order under its holdObs's mutex: a hold's WaitEnded
 // first (the events of a hold that happen before its Lock call has returned wait for it),
 // then its renewals, then its end.
-type Observer interface {
-	WaitStarted(ctx context.Context, name, kind string)
-	Attempted(AttemptReport)
-	WaitEnded(WaitReport)
-	HoldEnded(HoldReport)
-	Renewal(RenewalReport)
-	HandedOff(HandOffReport)
-	NodeSilent(addr string)
-}
-
-// Verdict values as the public package numbers them (dlock.Verdict).
-const (
-	VerdictAcquired = iota
-	VerdictHeld
-	VerdictSplit
-	VerdictLate
-	VerdictFailed
-)
-
-// Loss causes as the public package numbers them (dlock.LossCause).
-const (
-	NotLost = iota
-	LossExpired
-	LossTaken
-)
-
-// AttemptReport is one attempt and its verdict (dlock.Attempt).
-type AttemptReport struct {
-	Ctx        context.Context
-	Name, Kind string
-	Verdict    int
-	Duration   time.Duration
-	Err        error
-}
-
-// WaitReport is the end of a Lock, TryLock or Acquire call (dlock.WaitEnd).
-type WaitReport struct {
-	Ctx        context.Context
-	Name, Kind string
-	Waited     time.Duration
-	Attempts   int
-	Token      uint64
-	Err        error
-}
-
-// HoldReport is the end of a hold (dlock.HoldEnd).
-type HoldReport struct {
-	Ctx        context.Context
-	Name, Kind string
-	Token      uint64
-	Held       time.Duration
-	Err        error
-	Cause      int
-	Reason     string
-}
-
-// RenewalReport is a failed renewal, or the first success after failures (dlock.Renewal).
-type RenewalReport struct {
-	Name, Kind string
-	Token      uint64
-	Err        error
-	Recovered  bool
-	Failures   int
-	Left       time.Duration
-}
-
-// HandOffReport is a lock passed to a waiter without its own attempt (dlock.HandOff).
-type HandOffReport struct {
-	Name, Kind string
-	Token      uint64
-	Local      bool
-}
 
 // reasonExpired is why a hold whose deadline passed ended: the one reason that makes a
-// loss LossExpired.
+// loss observe.LossExpired.
 const reasonExpired = "its deadline passed without a successful renewal"
 
 // observed reports whether c has observers: the one check on the path of a Lock.
@@ -107,20 +35,21 @@ func (c *Client) observed() bool { return len(c.cfg.Observers) > 0 }
 func (r *request) observedLock(ctx context.Context) (*Lease, error) {
 	t, c := r.t, r.t.c
 	name, kind := t.name, t.scheme.kind()
-	for _, o := range c.cfg.Observers {
-		o.WaitStarted(ctx, name, kind)
+	obs := c.cfg.Observers
+	for i := range obs {
+		if f := obs[i].WaitStarted; f != nil {
+			f(observe.WaitStart{Context: ctx, Name: name, Kind: kind})
+		}
 	}
 	start := time.Now()
 	lease, err := r.acquire(ctx)
-	rep := WaitReport{Ctx: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: r.attempts, Err: err}
+	ev := observe.WaitEnd{Context: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: r.attempts, Err: err}
 	if lease == nil {
-		for _, o := range c.cfg.Observers {
-			o.WaitEnded(rep)
-		}
+		waitEnded(obs, ev)
 		return lease, err
 	}
-	rep.Token = lease.h.fence
-	lease.h.obs.announce(c.cfg.Observers, rep)
+	ev.Token = lease.h.fence
+	lease.h.obs.announce(obs, ev)
 	return lease, err
 }
 
@@ -132,30 +61,33 @@ func (r *request) attempted(lockCtx context.Context, a attempt, v *votes, vd ver
 	if !c.observed() {
 		return a
 	}
-	rep := AttemptReport{Ctx: lockCtx, Name: r.t.name, Kind: r.t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
-	if rep.Err == nil {
-		rep.Err = nodeTrouble(c, v, r.t.name, r.t.scheme.need(len(c.nodes)))
+	ev := observe.Attempt{Context: lockCtx, Name: r.t.name, Kind: r.t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
+	if ev.Err == nil {
+		ev.Err = nodeTrouble(c, v, r.t.name, r.t.scheme.need(len(c.nodes)))
 	}
-	for _, o := range c.cfg.Observers {
-		o.Attempted(rep)
+	obs := c.cfg.Observers
+	for i := range obs {
+		if f := obs[i].Attempted; f != nil {
+			f(ev)
+		}
 	}
 	return a
 }
 
-// publicVerdict numbers vd as the public package does. A majority that granted but did not
+// publicVerdict is the observers' name for vd. A majority that granted but did not
 // confirm the fencing token made no hold: that attempt failed.
-func publicVerdict(vd verdict, a attempt) int {
+func publicVerdict(vd verdict, a attempt) observe.Verdict {
 	switch {
 	case vd == acquired && a.h != nil:
-		return VerdictAcquired
+		return observe.VerdictAcquired
 	case vd == late:
-		return VerdictLate
+		return observe.VerdictLate
 	case vd == held:
-		return VerdictHeld
+		return observe.VerdictHeld
 	case vd == split:
-		return VerdictSplit
+		return observe.VerdictSplit
 	}
-	return VerdictFailed
+	return observe.VerdictFailed
 }
 
 // nodeTrouble is the error of the nodes that failed or did not answer an attempt that
@@ -178,7 +110,7 @@ type holdObs struct {
 	mu        sync.Mutex
 	since     time.Time // when the hold was acquired, granted or handed over; set once
 	announced bool      // guarded by mu: its WaitEnded was sent; later events are sent at once
-	pending   []any     // guarded by mu: the HoldReport and RenewalReports that wait for announced
+	pending   []any     // guarded by mu: the HoldEnd and Renewal events that wait for announced
 	failures  int       // guarded by mu: renewals failed in a row
 }
 
@@ -190,46 +122,57 @@ func (c *Client) newHoldObs() *holdObs {
 	return &holdObs{since: time.Now()}
 }
 
-// announce sends rep, the WaitEnded that delivers the hold, then the hold's events that
+// announce sends ev, the WaitEnded that delivers the hold, then the hold's events that
 // happened before it.
-func (o *holdObs) announce(obs []Observer, rep WaitReport) {
+func (o *holdObs) announce(obs []observe.Observer, ev observe.WaitEnd) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, x := range obs {
-		x.WaitEnded(rep)
-	}
+	waitEnded(obs, ev)
 	o.announced = true
 	for _, p := range o.pending {
-		switch r := p.(type) {
-		case HoldReport:
-			o.endLocked(obs, r)
-		case RenewalReport:
-			o.renewalLocked(obs, r)
+		switch e := p.(type) {
+		case observe.HoldEnd:
+			o.endLocked(obs, e)
+		case observe.Renewal:
+			o.renewalLocked(obs, e)
 		}
 	}
 	o.pending = nil
 }
 
-// endLocked sends rep now, or after the hold's WaitEnded if that is still to come; so
-// does renewalLocked. The caller holds o.mu. A report is boxed only to wait (pending):
-// sent at once, it costs no allocation.
-func (o *holdObs) endLocked(obs []Observer, rep HoldReport) {
-	if !o.announced {
-		o.pending = append(o.pending, rep)
-		return
-	}
-	for _, x := range obs {
-		x.HoldEnded(rep)
+// waitEnded sends ev, the end of a Lock call.
+func waitEnded(obs []observe.Observer, ev observe.WaitEnd) {
+	for i := range obs {
+		if f := obs[i].WaitEnded; f != nil {
+			f(ev)
+		}
 	}
 }
 
-func (o *holdObs) renewalLocked(obs []Observer, rep RenewalReport) {
+// endLocked sends ev now, or after the hold's WaitEnded if that is still to come; so
+// does renewalLocked. The caller holds o.mu. An event is boxed only to wait (pending):
+// sent at once, it costs no allocation.
+func (o *holdObs) endLocked(obs []observe.Observer, ev observe.HoldEnd) {
 	if !o.announced {
-		o.pending = append(o.pending, rep)
+		o.pending = append(o.pending, ev)
 		return
 	}
-	for _, x := range obs {
-		x.Renewal(rep)
+	for i := range obs {
+		if f := obs[i].HoldEnded; f != nil {
+			f(ev)
+		}
+	}
+}
+
+func (o *holdObs) renewalLocked(obs []observe.Observer, ev observe.Renewal) {
+	if !o.announced {
+		o.pending = append(o.pending, ev)
+		return
+	}
+	for i := range obs {
+		if f := obs[i].Renewal; f != nil {
+			f(ev)
+		}
 	}
 }
 
@@ -239,17 +182,17 @@ func (h *Hold) reportEnd(err error, reason string) {
 	if o == nil {
 		return
 	}
-	cause := NotLost
+	cause := observe.NotLost
 	switch {
 	case err == ErrLost && reason == reasonExpired:
-		cause = LossExpired
+		cause = observe.LossExpired
 	case err == ErrLost:
-		cause = LossTaken
+		cause = observe.LossTaken
 	}
-	rep := HoldReport{Ctx: h.ctx, Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
+	ev := observe.HoldEnd{Context: h.ctx, Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.endLocked(h.c.cfg.Observers, rep)
+	o.endLocked(h.c.cfg.Observers, ev)
 }
 
 // handedOff tells the observers that h, if not nil, was handed to the caller: by a
@@ -260,9 +203,12 @@ func handedOff(h *Hold, local bool) *Hold {
 	if h == nil || h.obs == nil {
 		return h
 	}
-	rep := HandOffReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Local: local}
-	for _, o := range h.c.cfg.Observers {
-		o.HandedOff(rep)
+	ev := observe.HandOff{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Local: local}
+	obs := h.c.cfg.Observers
+	for i := range obs {
+		if f := obs[i].HandedOff; f != nil {
+			f(ev)
+		}
 	}
 	return h
 }
@@ -290,9 +236,9 @@ func (h *Hold) renewalFailed(ok int, at renewReplies) {
 		return
 	}
 	o.failures++
-	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Failures: o.failures, Left: time.Until(h.validUntil())}
-	rep.Err = renewalError(h, ok, at)
-	o.renewalLocked(h.c.cfg.Observers, rep)
+	ev := observe.Renewal{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Failures: o.failures, Left: time.Until(h.validUntil())}
+	ev.Err = renewalError(h, ok, at)
+	o.renewalLocked(h.c.cfg.Observers, ev)
 }
 
 // renewalSucceeded tells the observers that h was renewed after failures, if it had
@@ -307,9 +253,9 @@ func (h *Hold) renewalSucceeded() {
 	if o.failures == 0 || h.state() != nil {
 		return
 	}
-	rep := RenewalReport{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Recovered: true, Failures: o.failures, Left: time.Until(h.validUntil())}
+	ev := observe.Renewal{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Recovered: true, Failures: o.failures, Left: time.Until(h.validUntil())}
 	o.failures = 0
-	o.renewalLocked(h.c.cfg.Observers, rep)
+	o.renewalLocked(h.c.cfg.Observers, ev)
 }
 
 // renewalError says why h's renewal failed: the nodes that failed or did not answer, or,
@@ -339,7 +285,9 @@ var errNoAnswer = errors.New("no answer in time (down, unreachable, hung or slow
 
 // silenced tells the observers that n has just become silent (Node.missed).
 func (n *Node) silenced() {
-	for _, o := range n.observers {
-		o.NodeSilent(n.Name)
+	for i := range n.observers {
+		if f := n.observers[i].NodeSilent; f != nil {
+			f(observe.NodeSilence{Addr: n.Name})
+		}
 	}
 }

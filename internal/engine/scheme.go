@@ -45,7 +45,7 @@ type errorWrapper interface {
 	wrapError(err error) error
 }
 
-// The kinds of lock as the engine's reports name them (scheme.kind; dlock's event kinds).
+// The kinds of lock as the observers' events name them (scheme.kind; dlock's Kind constants).
 const (
 	KindMutex     = "mutex"
 	KindFair      = "fair"
