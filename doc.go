@@ -127,7 +127,9 @@
 // silent. Calls are synchronous, on the goroutines doing the work, and the events of one
 // lease arrive in order; an Observer must not block, nor lock, unlock or extend (it may
 // start a goroutine that does). With no Observer set, no event is built and Lock allocates
-// nothing more. The modules github.com/seed51c676c8/dlock/extra/prometheus and
+// nothing more. The events are defined, with their contract, in package
+// github.com/seed51c676c8/dlock/observe, which imports nothing of dlock's; Observer, the
+// event types, Verdict and LossCause here are aliases of its types. The modules github.com/seed51c676c8/dlock/extra/prometheus and
 // github.com/seed51c676c8/dlock/extra/otel turn the events into Prometheus metrics, and
 // into OpenTelemetry spans and metrics.
 //

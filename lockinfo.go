@@ -1,13 +1,17 @@
 package dlock
 
-import "time"
+import (
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/engine"
+)
 
 // The kinds of lock that LockInfo.Kind names. A lock that is not there has the kind "".
 const (
-	KindMutex     = "mutex"     // Mutex: a string key holding the holder's token
-	KindFair      = "fair"      // FairMutex: a Mutex's key and a queue of waiters
-	KindRWMutex   = "rwmutex"   // RWMutex: a write lock key, a set of readers, a set of waiting writers
-	KindSemaphore = "semaphore" // Semaphore: a set of holders, their permits, a queue of waiters
+	KindMutex     = engine.KindMutex     // Mutex: a string key holding the holder's token
+	KindFair      = engine.KindFair      // FairMutex: a Mutex's key and a queue of waiters
+	KindRWMutex   = "rwmutex"            // RWMutex: a write lock key, a set of readers, a set of waiting writers
+	KindSemaphore = engine.KindSemaphore // Semaphore: a set of holders, their permits, a queue of waiters
 )
 
 // LockInfo is what Inspect found of one lock: what ForceUnlock would remove and who

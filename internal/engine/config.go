@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/observe"
 )
 
 // ClientConfig is a Client's configuration; the public package's Options set it.
@@ -13,9 +14,9 @@ type ClientConfig struct {
 	Prefix      string
 	Logger      *slog.Logger
 	DriftFactor float64
-	Observers   []Observer // told of every event, in this order (observer.go)
-	Acks        batch.Acks // replica acknowledgements asked of every write (acks.go); zero: none
-	Err         error      // the first invalid option
+	Observers   []observe.Observer // told of every event, in this order (observer.go)
+	Acks        batch.Acks         // replica acknowledgements asked of every write (acks.go); zero: none
+	Err         error              // the first invalid option
 }
 
 // DefaultPrefix is the key namespace when no prefix is given: the library's WithPrefix and

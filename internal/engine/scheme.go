@@ -69,7 +69,7 @@ func (plain) sharing(*Target) sharing                   { return alone{} }
 func (plain) waitsFor(*Hold) bool                       { return true }
 func (plain) selfWait(context.Context, *request) error  { return nil }
 
-// The kinds of lock as the engine's reports name them (scheme.kind; dlock's event kinds).
+// The kinds of lock as the observers' events name them (scheme.kind; dlock's Kind constants).
 const (
 	KindMutex     = "mutex"
 	KindFair      = "fair"
