@@ -32,7 +32,8 @@ type Node struct {
 	// so that a node is waited for again.
 	silentUntil atomic.Int64
 
-	// silenced tells the Client's observers that the node became silent (NodeSilent).
+	// silenced tells the Client's observers that the node became silent (NodeSilent); nil:
+	// no one is told.
 	silenced func(addr string)
 }
 
@@ -93,7 +94,9 @@ func (n *Node) silent() bool {
 func (n *Node) missed(timeout time.Duration) {
 	now := monoNow()
 	if was := n.silentUntil.Swap(now + int64(silentPolls*timeout)); was == 0 || now >= was {
-		n.silenced(n.Name) // once per silence: only the call that began it saw it not silent
+		if n.silenced != nil { // once per silence: only the call that began it saw it not silent
+			n.silenced(n.Name)
+		}
 	}
 }
 
