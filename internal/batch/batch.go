@@ -28,6 +28,9 @@
 // under a live connection) is sent again only if no call of its hash slot written behind
 // it ran: else it fails, unsent (notResent).
 //
+// Mutexes: roundTrip.mu guards a lane context's done, closed, active and values, and is
+// released before the values' own Value is called.
+//
 // Errors: an error reply from Redis is an error that implements redis.Error (match it with
 // redis.HasErrorPrefix or go-redis' Is*Error helpers), a nil reply is redis.Nil, and a call
 // that could not be run says why: the dial or handshake error (a wrong password starts

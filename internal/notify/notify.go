@@ -7,6 +7,11 @@
 // hub therefore wakes every waiter of a channel when that channel is subscribed again after
 // a reconnect, and waiters never rely on a message alone (the lock engine also wakes at the
 // holder's expiry).
+//
+// Mutexes: Hub.mu, and per node a nodeConn's mu then its ops (never the other order). A
+// tracker's mu guards its keys, epoch and refusal and each Key's armed state; its tracked
+// connection belongs to whoever took it from the conn channel, which may then take mu
+// (never the other order).
 package notify
 
 import (
