@@ -59,3 +59,29 @@ func TestRenewalOfUnansweredNodeIsNoVote(t *testing.T) {
 		t.Fatalf("problems = %v, want node b's silence", p)
 	}
 }
+
+// TestRenewalCountsEachPartsOwnMajority: a MultiMutex over several hash slots on a quorum
+// holds each part by a majority of its own, which need not be the same nodes for every part
+// (acquireParts judges each part's poll alone). Its renewal keeps the hold while every part
+// is renewed by a majority: a node that renewed one part and not another is no reason to
+// lose names that every part still holds. Here part A is renewed on nodes 1 and 2, part B
+// on nodes 0 and 1.
+func TestRenewalCountsEachPartsOwnMajority(t *testing.T) {
+	renewed, gone := &batch.Call{Val: 1}, &batch.Call{Val: 0}
+	h := &Hold{}
+	b := &renewals{holds: []*Hold{h, h}, start: time.Now()}
+	replies := [][]*batch.Call{
+		{gone, renewed},    // node 0: A gone, B renewed
+		{renewed, renewed}, // node 1: both renewed
+		{renewed, gone},    // node 2: A renewed, B gone
+	}
+	v, _ := newVotes(3, 1)
+	b.count(v, replies, []bool{true, true, true}, 0)
+	n, need := 3, 2
+	if v.no > n-need {
+		t.Fatalf("renewal counts %d nodes that no longer hold the hold (yes %d): it would be lost, though each part is renewed on 2 of 3 nodes", v.no, v.yes)
+	}
+	if v.yes < need {
+		t.Fatalf("renewal counts %d nodes that renewed, want at least %d: each part is renewed on 2 of 3 nodes", v.yes, need)
+	}
+}
