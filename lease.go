@@ -7,15 +7,15 @@ import (
 	"github.com/seed51c676c8/dlock/internal/engine"
 )
 
+// A Lease's state is the engine's lease: Lease is defined on it, so that what the engine
+// returns is a *Lease by a conversion, allocated with its hold.
+
 // Lease is one holding of a lock. It ends when it is unlocked or lost; after that it stays
 // ended. Its methods are safe for concurrent use, from any goroutine.
 //
 // A Lease returned by re-entry (Lock with a context that carries a live lease of the same
 // lock) shares the hold of the outer lease: same token, same deadline. Unlocking it ends
 // only it; unlocking the outer lease releases the lock and ends them all.
-//
-// Its state is the engine's lease (a defined type on it, so that what the engine returns is
-// a *Lease by conversion, allocated with its hold).
 type Lease engine.Lease
 
 // public is how the engine makes this package's quorum errors.

@@ -32,7 +32,7 @@ func canvass(ctx context.Context, c *Client, parts []*Target, only []int, ttl ti
 		func(call *batch.Call, j int) { prepare(parts[j], call) },
 		func(call *batch.Call) bool {
 			foldAck(c.cfg.Acks, call)
-			v.reply(call.Node, call.Val, call.Err)
+			v.reply(call.Node, partOf(calls, call, len(parts)), call.Val, call.Err)
 			v.decided = decide(v)
 			return v.decided
 		})
@@ -42,6 +42,19 @@ func canvass(ctx context.Context, c *Client, parts []*Target, only []int, ttl ti
 	}
 	v.silenced = v.record(c.nodes, only, v.timeout)
 	return v
+}
+
+// partOf is the part that call, one of calls (perNode per node, in order), was sent for.
+func partOf(calls []batch.Call, call *batch.Call, perNode int) int {
+	if perNode == 1 {
+		return 0
+	}
+	for i := range calls {
+		if &calls[i] == call {
+			return i % perNode
+		}
+	}
+	return 0
 }
 
 // releaseAbandoned releases token on every node and part without waiting for the replies:

@@ -21,7 +21,6 @@ import (
 // process's standing request, which a release may grant (grants.go).
 type hotKey struct {
 	queued
-	keys  *mutexKeys
 	turns bool // mutexTurns
 }
 
@@ -31,14 +30,6 @@ const maxReserve = 64
 // askReserve is how many fencing tokens a waiting process reserves in its standing
 // request: enough for the goroutines that may queue behind its head until the grant.
 const askReserve = 16
-
-// leave is queued's leave; the last local waiter of a process with a standing request
-// withdraws it.
-func (k *hotKey) leave(ctx context.Context, r *request) {
-	if ask := leaveLocal(ctx, k.t, r); ask != nil {
-		withdraw(k.t, k.keys, ask)
-	}
-}
 
 // fromProcess returns a hold handed over by a local Unlock, or one a release granted to
 // the process's standing request.

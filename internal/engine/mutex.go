@@ -24,7 +24,7 @@ type mutexScheme struct {
 func (*mutexScheme) kind() string { return KindMutex }
 
 func (s *mutexScheme) sharing(t *Target) sharing {
-	return &hotKey{queued: queued{t}, keys: s.mutexKeys, turns: s.turns}
+	return &hotKey{queued: queued{t}, turns: s.turns}
 }
 
 func (s *mutexScheme) acquire(t *Target, r *request, a *ticket, call *batch.Call) {

@@ -24,19 +24,21 @@ func (k queued) join(ctx context.Context, r *request) error {
 	}
 }
 
-func (k queued) leave(ctx context.Context, r *request) { leaveLocal(ctx, k.t, r) }
-
-// leaveLocal takes the caller out of t's local queue, whatever the wait came to: a hold
-// handed over as the caller gave up is released. It returns the process's standing
-// request when the caller was its last local waiter (hotKey withdraws it).
-func leaveLocal(ctx context.Context, t *Target, r *request) *mutexAsk {
+// leave takes the caller out of the local queue, whatever the wait came to: a hold handed
+// over as the caller gave up is released. The last local waiter of a process with a
+// standing request withdraws it, whatever its kind: the queue is by lock key, so a
+// writer or a TimestampMutex may queue behind the Mutex waiter that made it.
+func (k queued) leave(ctx context.Context, r *request) {
+	t := k.t
 	untaken, ask := t.c.local.leave(t.keys.Lock, r.local)
 	if untaken != nil {
 		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(t.c, t.cfg.TTL))
 		_ = untaken.release(release)
 		cancel()
 	}
-	return ask
+	if ask != nil {
+		withdraw(t, ask)
+	}
 }
 
 func (k queued) heldHere() *Hold { return k.t.c.local.heldHere(k.t.keys.Lock) }

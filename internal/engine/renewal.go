@@ -128,24 +128,23 @@ func (b *renewals) heard(c *Client, replies [][]*batch.Call, answered []bool) {
 }
 
 // count counts, in v, the nodes' answers for the hold at b.holds[i], and returns the index
-// after it. A MultiMutex over several hash slots is in b once per part, in a row: each
-// node's answer folds its parts' (nodeAnswer), so it is renewed only if every part is,
-// and gone if any part is. A node that did not answer every call is unanswered.
+// after it. A MultiMutex over several hash slots is in b once per part, in a row, counted
+// as a poll of its parts is (votes.reply): it is renewed if every part is renewed on a
+// majority, and gone if any part is gone on a majority. A node that did not answer every
+// call of the batch is unanswered.
 func (b *renewals) count(v *votes, replies [][]*batch.Call, answered []bool, i int) (next int) {
 	next = i + 1
 	for next < len(b.holds) && b.holds[next] == b.holds[i] {
 		next++
 	}
-	v.reset(b.start)
+	v.reset(b.start, next-i)
 	for node, calls := range replies {
 		if !answered[node] {
 			continue
 		}
-		a := nodeAnswer{left: next - i}
-		for _, call := range calls[i:next] {
-			a.add(call.Val, call.Err)
+		for part, call := range calls[i:next] {
+			v.reply(node, part, call.Val, call.Err)
 		}
-		v.tally(node, a.val, a.err)
 	}
 	return next
 }

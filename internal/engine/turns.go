@@ -54,11 +54,13 @@ type mutexAsk struct {
 	shortest time.Duration
 }
 
-// withdraw takes this process out of the lock's turns without waiting for the reply,
-// passing the lock on if a release granted it meanwhile, or the turn if it had it: the
-// last local waiter has given up. ask is its standing request.
-func withdraw(t *Target, s *mutexKeys, ask *mutexAsk) {
+// withdraw takes this process out of the turns of t's lock key without waiting for the
+// reply, passing the lock on if a release granted it meanwhile, or the turn if it had it:
+// the last local waiter has given up. ask is its standing request (made by a Mutex of the
+// key, whichever kind the last waiter is).
+func withdraw(t *Target, ask *mutexAsk) {
 	c := t.c
+	s := newMutexKeys(t, true)
 	sendEvery(c, c.turn.length, func(call *batch.Call) bool {
 		mutexRelease(s, c, ask.token, c.nodes[call.Node].PublishCommand(), leaveMode, c.id, call)
 		return true
@@ -68,7 +70,7 @@ func withdraw(t *Target, s *mutexKeys, ask *mutexAsk) {
 // LeaveTurns sends the leave of the Mutex t's turns for a standing request with token ask,
 // as the last local waiter that gives up does, for tests.
 func LeaveTurns(t *Target, ask string) {
-	withdraw(t, t.scheme.(*mutexScheme).mutexKeys, &mutexAsk{token: ask})
+	withdraw(t, &mutexAsk{token: ask})
 }
 
 // mutexKeys are the keys and constant arguments of a Mutex's scripts, made (and boxed) once

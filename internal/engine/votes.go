@@ -37,6 +37,7 @@ type votes struct {
 	sent     int          // calls sent
 	seen     int          // replies counted
 	each     []nodeAnswer // by node, for a poll of several parts; nil for one
+	parts    []partCount  // by part, for a poll of several parts; nil for one
 
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
 	// deployment, which then allocates once.
@@ -64,10 +65,8 @@ func newVotes(n, parts int) (*votes, []batch.Call) {
 	var calls []batch.Call
 	switch {
 	case parts > 1: // a MultiMutex over several hash slots: a call per part and node
-		v, calls = &votes{each: make([]nodeAnswer, n)}, make([]batch.Call, n*parts)
-		for i := range v.each {
-			v.each[i].left = parts
-		}
+		v, calls = &votes{}, make([]batch.Call, n*parts)
+		v.splitParts(n, parts)
 	case n == 1:
 		v = &votes{}
 		calls = v.callsBuf[:]
@@ -86,18 +85,35 @@ func newVotes(n, parts int) (*votes, []batch.Call) {
 	return v, calls
 }
 
-// reply counts one reply of node: its answer once every part has answered (nodeAnswer).
-func (v *votes) reply(node int, val int64, err error) {
+// reply counts the reply of node for part. With several parts, each part counts its yes
+// and no on its own, and yes and no are the fewest yes and the most no of any part: a
+// MultiMutex's parts may be held by different majorities (acquireParts takes each on its
+// own), and it holds all its names while every part has a majority. A node counts as
+// answered, for its silence and for problems, once every part has answered (nodeAnswer).
+func (v *votes) reply(node, part int, val int64, err error) {
 	v.seen++
 	if v.each == nil {
 		v.tally(node, val, err)
 		return
 	}
-	a := &v.each[node]
-	if a.add(val, err) {
-		v.tally(node, a.val, a.err)
+	switch p := &v.parts[part]; {
+	case err != nil:
+	case val > 0:
+		p.yes++
+	default:
+		p.no++
+	}
+	if a := &v.each[node]; a.add(val, err) {
+		v.mark(node, a.val, a.err)
+	}
+	v.yes, v.no = v.parts[0].yes, v.parts[0].no
+	for _, p := range v.parts[1:] {
+		v.yes, v.no = min(v.yes, p.yes), max(v.no, p.no)
 	}
 }
+
+// partCount is one part's yes and no, in a poll of several parts.
+type partCount struct{ yes, no int }
 
 // A nodeAnswer folds one node's replies to the calls of several parts into one answer: a
 // no if any part's is (some name is not held), else an error if any part failed, else,
@@ -108,6 +124,14 @@ type nodeAnswer struct {
 	err     error
 	refused bool
 	left    int // parts still to answer
+}
+
+// splitParts makes v count each of parts on its own, for n nodes.
+func (v *votes) splitParts(n, parts int) {
+	v.each, v.parts = make([]nodeAnswer, n), make([]partCount, parts)
+	for i := range v.each {
+		v.each[i].left = parts
+	}
 }
 
 // add counts one part's reply, and reports whether every part has now answered.
@@ -127,24 +151,32 @@ func (a *nodeAnswer) add(val int64, err error) bool {
 
 // tally counts node's answer: its reply val, or the error of its call.
 func (v *votes) tally(node int, val int64, err error) {
+	v.mark(node, val, err)
+	switch {
+	case err != nil:
+	case val > 0:
+		v.yes++
+	default:
+		v.no++
+	}
+}
+
+// mark records that node answered, with val or err, as tally does, but counts it neither
+// a yes nor a no (reply counts those by part).
+func (v *votes) mark(node int, val int64, err error) {
 	v.answered[node] = true
 	if v.silentAt[node] {
 		v.silent--
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		v.failed++
 		if v.errs == nil {
 			v.errs = make([]error, v.n)
 		}
 		v.errs[node] = err
-	case val > 0:
-		v.yes++
-		v.vals[node] = val
-	default:
-		v.no++
-		v.vals[node] = val
+		return
 	}
+	v.vals[node] = val
 }
 
 // markSilent notes which of the polled nodes are silent as the poll begins.
@@ -324,7 +356,18 @@ func (v *votes) refusers() []int {
 }
 
 // unanswered is how many nodes of a poll of every node never answered.
-func (v *votes) unanswered() int { return v.n - v.yes - v.no - v.failed }
+func (v *votes) unanswered() int {
+	if v.each == nil {
+		return v.n - v.yes - v.no - v.failed
+	}
+	n := 0
+	for _, a := range v.answered {
+		if !a {
+			n++
+		}
+	}
+	return n
+}
 
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
@@ -350,11 +393,14 @@ func (v *votes) problems(nodes []*Node) []Failure {
 	return out
 }
 
-// reset clears the counts for another set of answers, polled at start (a renewal batch
-// counts each hold's in turn).
-func (v *votes) reset(start time.Time) {
+// reset clears the counts for another set of answers of parts parts, polled at start (a
+// renewal batch counts each hold's in turn).
+func (v *votes) reset(start time.Time, parts int) {
 	clear(v.vals)
 	clear(v.answered)
-	v.errs = nil
+	v.errs, v.each, v.parts = nil, nil, nil
 	v.yes, v.no, v.failed, v.start = 0, 0, 0, start
+	if parts > 1 {
+		v.splitParts(v.n, parts)
+	}
 }

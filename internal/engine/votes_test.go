@@ -235,9 +235,10 @@ func TestSilenceLapses(t *testing.T) {
 	}
 }
 
-// TestPartsAnswerAsOneNode: in a poll of several parts, a node's answer counts once every
-// part has answered: a no if any part refused, else an error if any failed, else a yes
-// with the smallest reply; a node with a part still out is unanswered.
+// TestPartsAnswerAsOneNode: in a poll of several parts, a node counts as answered once
+// every part has answered, with a no if any part refused, else an error if any failed,
+// else the smallest yes; yes and no are the fewest yes and the most no of any part; a node
+// with a part still out is unanswered.
 func TestPartsAnswerAsOneNode(t *testing.T) {
 	down := errors.New("down")
 	type part struct {
@@ -261,8 +262,8 @@ func TestPartsAnswerAsOneNode(t *testing.T) {
 			if len(calls) != 3 {
 				t.Fatalf("%d calls for 3 parts of 1 node", len(calls))
 			}
-			for _, p := range tc.parts {
-				v.reply(0, p.val, p.err)
+			for i, p := range tc.parts {
+				v.reply(0, i, p.val, p.err)
 			}
 			if v.yes != tc.yes || v.no != tc.no || v.failed != tc.fails || v.vals[0] != tc.val {
 				t.Fatalf("yes %d no %d failed %d val %d; want %d %d %d %d", v.yes, v.no, v.failed, v.vals[0], tc.yes, tc.no, tc.fails, tc.val)
