@@ -35,6 +35,7 @@ func TestTimestampMutexResentAttemptAcquires(t *testing.T) {
 
 			a.proxy.DelayReplies(time.Second) // past the 200ms read timeout
 			calls := scriptCalls(t, rdb)
+			replies := a.proxy.Replies()
 			start := time.Now()
 			var lease *dlock.Lease
 			done := make(chan error, 1)
@@ -43,8 +44,8 @@ func TestTimestampMutexResentAttemptAcquires(t *testing.T) {
 				lease, err = tt.lock(a.TimestampMutex(name), ctx)
 				done <- err
 			}()
-			waitUntil(t, 10*time.Second, "the first copy took the key", func() bool {
-				return rdb.Exists(context.Background(), name).Val() == 1
+			waitUntil(t, 10*time.Second, "the first copy took the key and its reply is held", func() bool {
+				return rdb.Exists(context.Background(), name).Val() == 1 && a.proxy.Replies() > replies
 			})
 			a.proxy.DelayReplies(0)
 			select {

@@ -39,6 +39,7 @@ type Proxy struct {
 
 	ln         net.Listener
 	replyDelay atomic.Int64 // DelayReplies, in nanoseconds
+	replies    atomic.Int64 // chunks of server-to-client bytes read (Replies)
 	done       chan struct{}
 
 	mu     sync.Mutex
@@ -129,6 +130,12 @@ func (p *Proxy) Cut() {
 func (p *Proxy) DelayReplies(d time.Duration) {
 	p.replyDelay.Store(int64(max(d, 0)))
 }
+
+// Replies returns how many chunks of server-to-client bytes the proxy has read so far, on
+// every connection. A chunk is counted once the delay of DelayReplies in force when it was
+// read applies to it: a test that lifts a delay after Replies grew knows that the reply it
+// waited for is held.
+func (p *Proxy) Replies() int64 { return p.replies.Load() }
 
 // HoldConnections holds back, from now on, the client-to-server bytes of every
 // connection open at this moment, including bytes the client sends later on them; they
@@ -293,7 +300,9 @@ func (c *conn) reply() {
 			for _, f := range calls {
 				f()
 			}
-			if d := time.Duration(c.p.replyDelay.Load()); d > 0 {
+			d := time.Duration(c.p.replyDelay.Load())
+			c.p.replies.Add(1)
+			if d > 0 {
 				tm := time.NewTimer(d)
 				select {
 				case <-tm.C:

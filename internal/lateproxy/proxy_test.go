@@ -246,7 +246,8 @@ func TestCutClosesOpenConnections(t *testing.T) {
 	c2.expect("+PONG")
 }
 
-// DelayReplies holds server-to-client bytes back for at least the delay.
+// DelayReplies holds server-to-client bytes back for at least the delay in force when the
+// proxy read them (Replies counts them), also if it is lifted meanwhile.
 func TestDelayRepliesDelaysReplies(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -255,12 +256,17 @@ func TestDelayRepliesDelaysReplies(t *testing.T) {
 	const d = 300 * time.Millisecond
 	p.DelayReplies(d)
 	start := time.Now()
+	before := p.Replies()
 	c.send("PING")
+	// Once the proxy counted the reply, lifting the delay no longer releases it early.
+	for p.Replies() == before {
+		time.Sleep(time.Millisecond)
+	}
+	p.DelayReplies(0)
 	c.expect("+PONG")
 	if el := time.Since(start); el < d {
 		t.Fatalf("reply after %v, want at least %v", el, d)
 	}
-	p.DelayReplies(0)
 	c.send("PING")
 	c.expect("+PONG")
 }
