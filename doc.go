@@ -129,9 +129,10 @@
 // start a goroutine that does). With no Observer set, no event is built and Lock allocates
 // nothing more. The events are defined, with their contract, in package
 // github.com/seed51c676c8/dlock/observe, which imports nothing of dlock's; Observer, the
-// event types, Verdict and LossCause here are aliases of its types. The modules github.com/seed51c676c8/dlock/extra/prometheus and
-// github.com/seed51c676c8/dlock/extra/otel turn the events into Prometheus metrics, and
-// into OpenTelemetry spans and metrics.
+// event types, Verdict and LossCause here are aliases of its types. The modules
+// github.com/seed51c676c8/dlock/extra/prometheus (package dlockprom) and
+// github.com/seed51c676c8/dlock/extra/otel (package dlockotel) turn the events into
+// Prometheus metrics, and into OpenTelemetry spans and metrics.
 //
 // Every command goes through the go-redis client given to New, so its hooks see dlock's
 // scripts. The round trip that carries the scripts of a Lock, Extend or Unlock has the

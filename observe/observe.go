@@ -7,8 +7,8 @@
 // The package imports nothing of dlock's, as net/http/httptrace imports nothing of
 // net/http: an adapter can name the events without the rest of the library. Two modules
 // of the repository are such adapters: github.com/seed51c676c8/dlock/extra/prometheus
-// (Prometheus metrics) and github.com/seed51c676c8/dlock/extra/otel (OpenTelemetry spans
-// and metrics).
+// (package dlockprom: Prometheus metrics) and github.com/seed51c676c8/dlock/extra/otel
+// (package dlockotel: OpenTelemetry spans and metrics).
 //
 // The names this package's documentation uses without a package (Lock, TryLock, Acquire,
 // Unlock, Extend, Close, a lease's Err, ValidUntil and Done, ErrLost, KindMutex and the

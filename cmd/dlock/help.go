@@ -373,9 +373,10 @@ const versionSummary = "print dlock's version"
 const versionHelp = `Usage: dlock version
 
 Prints dlock's version as the build recorded it: the module version for 'go install
-github.com/seed51c676c8/dlock/cmd/dlock@v0.1.0' (for a build from a git checkout, a
+github.com/seed51c676c8/dlock/cmd/dlock@VERSION' (for a build from a git checkout, a
 pseudo-version that names the commit); else the commit, with "-dirty" if the source had
-uncommitted changes; else the release the source belongs to.
+uncommitted changes; else "devel", as under 'go run', which records neither. No version
+of dlock is tagged yet.
 `
 
 const helpSummary = "this reference; 'dlock help COMMAND' for one command"

@@ -5,10 +5,6 @@ import (
 	"runtime/debug"
 )
 
-// Version is the newest release in CHANGELOG.md (a test keeps them in step). It is what
-// 'dlock version' prints when the build recorded neither a module version nor a commit.
-const Version = "v0.1.0"
-
 // revisionLength is how much of a commit hash 'dlock version' prints, as git's short form.
 const revisionLength = 12
 
@@ -29,11 +25,13 @@ func cmdVersion(c *cli, args []string) error {
 }
 
 // version says which dlock this is, from what the build recorded (info may be nil): the
-// module version of 'go install ...@VERSION'; else the commit of a build in a git
-// checkout, with "-dirty" if the tree had changes; else Version.
+// module version of 'go install ...@VERSION' (a build in a git checkout records a
+// pseudo-version that names the commit); else the commit, with "-dirty" if the tree had
+// changes; else "devel", as under 'go run', which records neither. The source names no
+// version of its own: one written there would be a claim no tag backs.
 func version(info *debug.BuildInfo) string {
 	if info == nil {
-		return Version
+		return "devel"
 	}
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
@@ -48,7 +46,7 @@ func version(info *debug.BuildInfo) string {
 		}
 	}
 	if rev == "" {
-		return Version
+		return "devel"
 	}
 	return rev + dirty
 }

@@ -1,14 +1,18 @@
-// Package otel is the OpenTelemetry instrumentation of dlock: a span for every Lock,
-// TryLock and Acquire call and for every hold, and metrics through an OpenTelemetry
-// meter, from the events of a dlock.Observer.
+// Package dlockotel is the OpenTelemetry instrumentation of dlock: a span for every
+// Lock, TryLock and Acquire call and for every hold, and metrics through an
+// OpenTelemetry meter, from the events of a dlock.Observer.
 //
-//	tel, err := otel.New() // the global TracerProvider and MeterProvider
+//	import dlockotel "github.com/seed51c676c8/dlock/extra/otel"
+//
+//	tel, err := dlockotel.New() // the global TracerProvider and MeterProvider
 //	if err != nil {
 //		return err
 //	}
 //	client := dlock.New(rdb, dlock.WithObserver(tel.Observer()))
 //
 // It is a module of its own, so that dlock itself depends on no OpenTelemetry package.
+// Its name, after go-redis's redisotel, is not its path's last element (otel), so that
+// it sits beside go.opentelemetry.io/otel without a rename.
 //
 // # Spans
 //
@@ -62,4 +66,4 @@
 // own: metrics carry at most WithMaxNames names (DefaultMaxNames), the first seen, and
 // Other for every later one; WithNameMapper folds names before that. Spans carry the
 // lock's own name.
-package otel
+package dlockotel

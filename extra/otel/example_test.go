@@ -1,4 +1,4 @@
-package otel_test
+package dlockotel_test
 
 import (
 	"context"
@@ -109,5 +109,5 @@ func ExampleWithNameMapper() {
 func ExampleWithMaxNames() {
 	_, err := dlockotel.New(dlockotel.WithMaxNames(-1))
 	fmt.Println(err)
-	// Output: dlock/otel: WithMaxNames(-1): the bound must be 0 (the default, 100) or more
+	// Output: dlockotel: WithMaxNames(-1): the bound must be 0 (the default, 100) or more
 }

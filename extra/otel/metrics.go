@@ -1,4 +1,4 @@
-package otel
+package dlockotel
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.held = upDown("dlock.leases.held", "{lease}", "Leases held now.")
 	in.waiters = upDown("dlock.waiters", "{call}", "Lock, TryLock and Acquire calls under way now.")
 	if err != nil {
-		return nil, fmt.Errorf("dlock/otel: creating the instruments: %w", err)
+		return nil, fmt.Errorf("dlockotel: creating the instruments: %w", err)
 	}
 	return &in, nil
 }

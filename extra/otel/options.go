@@ -1,4 +1,4 @@
-package otel
+package dlockotel
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func WithNameMapper(f func(name string) string) Option {
 func WithMaxNames(n int) Option {
 	return func(c *config) {
 		if n < 0 {
-			c.setErr(fmt.Errorf("dlock/otel: WithMaxNames(%d): the bound must be 0 (the default, %d) or more", n, DefaultMaxNames))
+			c.setErr(fmt.Errorf("dlockotel: WithMaxNames(%d): the bound must be 0 (the default, %d) or more", n, DefaultMaxNames))
 			return
 		}
 		c.maxNames = n

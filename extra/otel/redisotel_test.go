@@ -1,4 +1,4 @@
-package otel_test
+package dlockotel_test
 
 import (
 	"context"

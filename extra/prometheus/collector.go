@@ -1,4 +1,4 @@
-package prometheus
+package dlockprom
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 // ErrBadBuckets is the error New returns for histogram buckets that do not increase.
-var ErrBadBuckets = errors.New("dlock/prometheus: histogram bucket bounds must be strictly increasing")
+var ErrBadBuckets = errors.New("dlockprom: histogram bucket bounds must be strictly increasing")
 
 // A Collector turns a dlock Client's events into Prometheus metrics. Register it with a
 // prometheus.Registerer and give its Observer to dlock.WithObserver:

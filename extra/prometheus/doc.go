@@ -1,7 +1,8 @@
-// Package prometheus exports what dlock's locks do as Prometheus metrics: a Collector is a
+// Package dlockprom exports what dlock's locks do as Prometheus metrics: a Collector is a
 // prometheus.Collector fed by the dlock.Observer it returns. It is a module of its own
 // (github.com/seed51c676c8/dlock/extra/prometheus), so that dlock itself depends on no
-// Prometheus library. Its name is client_golang's, so import it under another:
+// Prometheus library. Its name is not its path's last element (prometheus), so that it
+// sits beside client_golang's prometheus without a rename:
 //
 //	import dlockprom "github.com/seed51c676c8/dlock/extra/prometheus"
 //
@@ -76,4 +77,4 @@
 // DlockRenewalsFailing and DlockNodeSilent. The package's tests check that every query of
 // both names only metrics the Collector exports, and that the rules fire as
 // alerts_test.yml expects (promtool test rules).
-package prometheus
+package dlockprom

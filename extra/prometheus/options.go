@@ -1,4 +1,4 @@
-package prometheus
+package dlockprom
 
 // An Option configures a Collector made by New.
 type Option func(*config)

@@ -1,4 +1,4 @@
-package prometheus_test
+package dlockprom_test
 
 import (
 	"regexp"
