@@ -112,7 +112,7 @@
 // is refused (ErrNotReplicated) and one they did survives a failover to one of them; it
 // narrows the window but does not close it, since a replica that did not acknowledge can
 // still be promoted. Use NewQuorum over independent servers when that matters, fencing
-// tokens always, and see the README on replicas and failover and on running a quorum.
+// tokens always, and see docs/replicas.md and docs/quorum.md in the repository.
 //
 // Pub/sub delivers at most once. A wake-up lost across a reconnect delays a waiter until
 // the holder's lease would have run out, never longer.

@@ -74,7 +74,7 @@ const MaxReplicaAckTimeout = 10 * time.Second
 // Acknowledgements narrow the window in which a failover loses a lock: a lock that was
 // acknowledged is on the replicas when one of them is promoted. They do not close it:
 // WAIT is not consensus, and a replica that did not acknowledge can still be promoted
-// (see the README, "Replicas and failover"); fencing tokens are what protect the data.
+// (see docs/replicas.md in the repository); fencing tokens are what protect the data.
 //
 // replicas must be at least 1 and timeout between 1ms and MaxReplicaAckTimeout, and leave
 // headroom in the Redis client's ReadTimeout, which bounds the pipeline's replies: timeout

@@ -1,7 +1,7 @@
 // Package faults is dlock's fault suite: scenarios that break real processes on purpose
 // (redis-servers paused, killed, restarted, their replies delayed or swallowed, their
 // clocks stepped; holder processes stopped, killed, cut off) and check, from what the
-// processes saw, that the guarantees of the README hold: one holder at a time until
+// processes saw, that the guarantees of docs/guarantees.md hold: one holder at a time until
 // ValidUntil, loss reported on time, fencing tokens that only grow, stale holders that
 // cannot release or extend someone else's lock, bad input refused without damage.
 //

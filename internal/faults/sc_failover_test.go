@@ -19,7 +19,7 @@ const failoverTTL = 2 * time.Second
 // ValidUntil, and afterwards a Lock on the new master works. Replication is asynchronous:
 // writes the old master took after the replica's promotion are lost, locks and fencing
 // counters with them, so a second holder, a token that does not grow and a lost update
-// are the documented limitation (README, what dlock does not guarantee); the run counts
+// are the documented limitation (docs/guarantees.md, what dlock does not guarantee); the run counts
 // them. With acks, the agents ask for replica acknowledgements (WithReplicaAcks), and the
 // counter must be exact, the holds must not overlap and tokens must grow.
 func sentinelFailover(fault func(r *run, s *redistest.Sentinel), acks *acksConfig) func(r *run) {

@@ -9,7 +9,7 @@ import (
 // restartTTL is the holder's lease in the restart scenarios.
 const restartTTL = 2 * time.Second
 
-// aofAlways is the persistence the README asks of quorum nodes.
+// aofAlways is the persistence docs/quorum.md asks of quorum nodes.
 var aofAlways = redistest.WithArgs("--appendonly", "yes", "--appendfsync", "always")
 
 // nodeRestart: a quorum of 3. A takes the lock while node 3 is cut off from it, so only

@@ -12,7 +12,7 @@ import (
 
 // The storage that dlock's fencing tokens protect: a Redis server of its own (not one of
 // the lock's), where a write carries the writer's token and is refused if a larger token
-// has written before, as the README asks of storage behind a lock.
+// has written before, as docs/guarantees.md asks of storage behind a lock.
 
 // fencedWrite accepts a write unless a larger token has written: KEYS[1] holds the largest
 // token accepted, KEYS[2] lists the accepted writes ("token writer at"); ARGV: token,
@@ -74,7 +74,7 @@ func storeLog(ctx context.Context, store *redis.Client, name string) ([]accepted
 	return out, nil
 }
 
-// The keys dlock uses, as its README documents them.
+// The keys dlock uses, as docs/operations.md documents them.
 func lockKey(name string) string  { return "dlock:" + name }
 func fenceKey(name string) string { return "{dlock:" + name + "}:fence" }
 
