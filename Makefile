@@ -1,17 +1,19 @@
 # GNU make. `make` / `make test`: install what the tests need if it is missing
 # (redis-server, redis-sentinel; the PostgreSQL server for examples/), vet, test. `make check`:
-# vet and staticcheck over every module, and the structure checks; run it before proposing
-# a change.
+# vet and staticcheck over every module, the structure checks, and that every module is tidy
+# and builds alone; run it before proposing a change.
 #
-# go.work makes the root module, examples/, bench/, the adapters under extra/ and the
-# tests against other clients under interop/ (modules of their own, so that their
-# database drivers, the peer libraries, Prometheus and OpenTelemetry stay out of the
-# core's go.mod) one workspace. In a workspace, ./... still
-# stops at those modules, so each is named: VET_PKGS lists every module of go.work, and
-# PKGS the same but bench/. `make test` does not run the benchmark suite; vet covers it,
-# so that a change to the API it uses shows at once.
+# go.work makes the root module, the CLI (cmd/dlock), examples/, bench/, the adapters under
+# extra/ and the tests against other clients under interop/ (modules of their own, so that
+# the CLI's terminal library, their database drivers, the peer libraries, Prometheus and
+# OpenTelemetry stay out of the core's go.mod, which is part of every user's module graph)
+# one workspace. In a workspace, ./... still stops at those modules, so each is named:
+# MODULES lists the directories of go.work's modules, VET_PKGS each with /..., and PKGS
+# the same but bench/. `make test` does not run the benchmark suite; vet covers it, so that
+# a change to the API it uses shows at once.
 GO ?= go
-VET_PKGS = $(shell $(GO) list -m -f '{{.Dir}}/...' | sed 's|^$(CURDIR)|.|')
+MODULES = $(shell $(GO) list -m -f '{{.Dir}}' | sed 's|^$(CURDIR)|.|')
+VET_PKGS = $(addsuffix /...,$(MODULES))
 PKGS = $(filter-out ./bench/...,$(VET_PKGS))
 
 # staticcheck 2026.2.2 (module version v0.8.2), which supports Go 1.26. It is installed
@@ -19,7 +21,7 @@ PKGS = $(filter-out ./bench/...,$(VET_PKGS))
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = .bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: test vet check staticcheck structure deps bench faults faults-deps
+.PHONY: test vet check staticcheck structure modules deps bench faults faults-deps
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -27,7 +29,17 @@ test: deps vet
 vet:
 	$(GO) vet $(VET_PKGS)
 
-check: vet staticcheck structure
+check: vet staticcheck structure modules
+
+# `make modules`: every module is tidy (`go mod tidy -diff` prints nothing) and builds
+# outside the workspace (GOWORK=off), as for a user who requires it or for
+# `cd cmd/dlock && go install .`: each finds the dlock beside it through a replace
+# directive, not through go.work. Fix one with `cd DIR && GOWORK=off go mod tidy`.
+modules:
+	@status=0; for m in $(MODULES); do \
+		(cd $$m && GOWORK=off $(GO) mod tidy -diff && GOWORK=off $(GO) build ./...) || \
+			{ echo "module $$m: not tidy, or does not build with GOWORK=off" >&2; status=1; }; \
+	done; exit $$status
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(VET_PKGS)

@@ -16,10 +16,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // the scenarios kill servers: go-redis would log every failed dial
 	code := m.Run()
 	if code == 0 {
-		// toxiproxy's latency toxic blocks for good when the client closes a connection
-		// whose data it is delaying (a toxiproxy bug); the scenarios that delay replies
-		// make dlock do exactly that, so those goroutines are expected.
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*LatencyToxic).Pipe")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
 		}

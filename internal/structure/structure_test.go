@@ -13,8 +13,9 @@
 // go/types), and what they import is read from the export data that one
 // `go list -export -deps` run builds, through the standard gc importer. That run takes a
 // fraction of a second once the build cache holds the export data (`make vet`, which runs
-// first, fills it). `go list` is run from the repository root, so the check works inside
-// the workspace and with GOWORK=off alike.
+// first, fills it). `go list` is run from the repository root in the repository's
+// workspace (GOWORK names its go.work), since cmd/dlock is a module of its own: the check
+// works the same whether the test runs in the workspace or with GOWORK=off.
 package structure
 
 import (
@@ -160,6 +161,7 @@ func goList(root string) ([]listed, error) {
 		"-json=ImportPath,Dir,Export,GoFiles,CgoFiles,DepOnly,Error"}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(root, "go.work"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
