@@ -27,6 +27,16 @@ func handle(l *engine.Lease, err error) (*Lease, error) { return (*Lease)(l), er
 // e is the engine's side of l.
 func (l *Lease) e() *engine.Lease { return (*engine.Lease)(l) }
 
+// LeaseFrom returns the lease that ctx carries: the lease whose Context ctx is, or was
+// derived from (the innermost one when such contexts nest), of any Client. Inside Do, it
+// is the lease of that Do, which is how fn gets at the fencing token. It returns the lease
+// also after it has ended, so that work can see why its ctx was cancelled (Err is then
+// ErrLost or ErrReleased); false only if ctx carries no lease.
+func LeaseFrom(ctx context.Context) (*Lease, bool) {
+	l := engine.LeaseFrom(ctx)
+	return (*Lease)(l), l != nil
+}
+
 // Name returns the name of the lock; for a MultiMutex, its names joined by commas in the
 // order given.
 func (l *Lease) Name() string { return l.e().Name() }

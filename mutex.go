@@ -44,9 +44,11 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	return handle(m.t.Lock(ctx, true))
 }
 
-// Do runs fn while holding the mutex: Lock, fn with the lease's context, Unlock. It returns
-// fn's error; if the lease was lost while fn ran, the error also wraps ErrLost, since the
-// work may have overlapped another holder's. fn should stop when its ctx is done.
+// Do runs fn while holding the mutex: Lock, fn with the lease's context, Unlock, also
+// when fn panics (the panic then goes on). It returns fn's error; if the lease was lost
+// while fn ran, the error also wraps ErrLost, since the work may have overlapped another
+// holder's. fn should stop when its ctx is done; LeaseFrom(ctx) gives it the lease, for
+// its fencing token. Do of every other kind has this contract.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	lease, err := m.Lock(ctx)
 	if err != nil {

@@ -46,3 +46,21 @@ func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) { return handle(rw.
 
 // TryLock makes one attempt to take the write lock; ErrNotAcquired if anyone holds it.
 func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) { return handle(rw.rw.Lock(ctx, true)) }
+
+// Do runs fn while holding the write lock, like Mutex.Do.
+func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	lease, err := rw.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return run(ctx, lease, fn)
+}
+
+// RDo runs fn while holding a read lock, like Mutex.Do; other readers may run at once.
+func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context) error) error {
+	lease, err := rw.RLock(ctx)
+	if err != nil {
+		return err
+	}
+	return run(ctx, lease, fn)
+}

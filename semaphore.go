@@ -43,6 +43,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Lease, error) {
 	return s.acquire(ctx, n, true)
 }
 
+// Do runs fn while holding n permits, like Mutex.Do; n is as for Acquire.
+func (s *Semaphore) Do(ctx context.Context, n int64, fn func(ctx context.Context) error) error {
+	lease, err := s.Acquire(ctx, n)
+	if err != nil {
+		return err
+	}
+	return run(ctx, lease, fn)
+}
+
 func (s *Semaphore) acquire(ctx context.Context, n int64, try bool) (*Lease, error) {
 	if s.t.Err() == nil && (n < 1 || n > s.size) {
 		return nil, fmt.Errorf("dlock: semaphore %q: cannot take %d permits: ask for 1 to %d (its size)", s.t.Name(), n, s.size)

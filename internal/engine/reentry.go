@@ -74,6 +74,16 @@ func waitsForItself(ctx context.Context, r *request, other *Hold) error {
 // ctx carries.
 const selfWaitAdvice = "unlock that lease first, or lock with a context that does not carry it"
 
+// LeaseFrom returns the innermost lease that ctx carries, of any Client, whether it has
+// ended or not, or nil: the lease whose Context ctx is or was derived from, so that work
+// run with that context can look at its own lease, also after it was lost.
+func LeaseFrom(ctx context.Context) *Lease {
+	if chain, _ := ctx.Value(leaseKey{}).(*leaseChain); chain != nil {
+		return chain.lease
+	}
+	return nil
+}
+
 // withLease returns base carrying l in front of the leases that parent carries.
 func withLease(base, parent context.Context, l *Lease) context.Context {
 	chain, _ := parent.Value(leaseKey{}).(*leaseChain)
