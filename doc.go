@@ -17,7 +17,8 @@
 // FairMutex grants in request order across processes, RWMutex admits many readers or one
 // writer, Semaphore hands out at most a fixed number of permits, and MultiMutex locks
 // several names at once, all or none; each acquisition of any of them is a Lease with the
-// same guarantees.
+// same guarantees. Each kind's Do (and RWMutex.RDo) runs a function under the lock and
+// unlocks after it; LeaseFrom gives that function its lease from its ctx.
 //
 // TimestampMutex speaks the legacy SETNX + GETSET timestamp protocol, for a service that
 // joins a system whose other clients still lock that way. Its key holds a deadline on
