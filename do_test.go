@@ -90,6 +90,8 @@ func TestLeaseFromInsideDo(t *testing.T) {
 	}
 }
 
+type otherKey struct{}
+
 // TestLeaseFromNested: LeaseFrom gives the innermost lease of the contexts derived from
 // each other, ended or not, and nothing for a context without a lease.
 func TestLeaseFromNested(t *testing.T) {
@@ -101,7 +103,7 @@ func TestLeaseFromNested(t *testing.T) {
 	}
 	outer := mustLock(t, c.Mutex("outer"), ctx)
 	inner := mustLock(t, c2.Mutex("inner"), outer.Context()) // another Client's lease, nested
-	derived, cancel := context.WithCancel(context.WithValue(inner.Context(), struct{}{}, 1))
+	derived, cancel := context.WithCancel(context.WithValue(inner.Context(), otherKey{}, 1))
 	defer cancel()
 	for _, tc := range []struct {
 		what string
