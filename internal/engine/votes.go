@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/scripts"
@@ -374,23 +378,62 @@ func (v *votes) unanswered() int {
 // nodes that did not answer.
 func (v *votes) problems(nodes []*Node) []Failure {
 	var silence error
+	var waited time.Duration
 	if !v.decided {
-		waited := time.Since(v.start).Round(time.Millisecond)
+		waited = time.Since(v.start).Round(time.Millisecond)
 		silence = fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
 		if v.ctxErr != nil {
 			silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
 		}
 	}
 	var out []Failure
+	var probes []int // the silent nodes, whose cause a dial may tell
 	for i, answered := range v.answered {
 		switch {
 		case v.failedAt(i):
 			out = append(out, Failure{Addr: nodes[i].Name, Err: v.errs[i]})
 		case !answered && silence != nil:
-			out = append(out, Failure{Addr: nodes[i].Name, Err: silence})
+			if v.ctxErr == nil {
+				probes = append(probes, len(out))
+			}
+			out = append(out, Failure{Addr: nodes[i].Name, Err: silence, node: nodes[i]})
 		}
 	}
+	probeSilent(out, probes, waited)
 	return out
+}
+
+// probeTimeout bounds the dial that asks why a node did not answer: a refusal or an
+// unreachable network answers at once, and a blackholed address is not waited for long.
+const probeTimeout = 50 * time.Millisecond
+
+// probeSilent says, for each failure at the indexes probes, why its node did not answer
+// when a dial can tell: go-redis keeps a failed dial's error to itself when the call's
+// deadline passes first (its pool dials on, and only logs the error), so a node on a
+// closed port would read as merely silent. The dial is the node's own (its client's
+// Dialer: its network, TLS, Sentinel), made once per silent node, on this failure path only.
+func probeSilent(out []Failure, probes []int, waited time.Duration) {
+	var wg sync.WaitGroup
+	for _, i := range probes {
+		rdb, ok := out[i].node.RDB.(*redis.Client)
+		if !ok || rdb.Options().Dialer == nil {
+			continue // a Cluster: no one address to ask
+		}
+		wg.Go(func() {
+			o := rdb.Options()
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			defer cancel()
+			conn, err := o.Dialer(ctx, o.Network, o.Addr)
+			switch {
+			case err == nil:
+				conn.Close()
+				out[i].Err = fmt.Errorf("no answer within %v, though it accepts connections (hung or slow)", waited)
+			case ctx.Err() == nil:
+				out[i].Err = fmt.Errorf("no answer within %v: %w", waited, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // reset clears the counts for another set of answers of parts parts, polled at start (a
