@@ -109,6 +109,7 @@ func TestErrorTextKindOnAnotherKind(t *testing.T) {
 	l := mustLock(t, c.Mutex("shared"), ctx)
 	defer l.Unlock(ctx)
 	_, err := c.Semaphore("shared", 3).TryAcquire(ctx, 1)
+	t.Logf("Semaphore on a Mutex: %v", err)
 	onePrefix(t, "Semaphore on a Mutex", err)
 	for _, want := range []string{"another name", "WithPrefix"} {
 		if !strings.Contains(err.Error(), want) {
@@ -172,8 +173,9 @@ func TestCloseEndsEveryWait(t *testing.T) {
 	}
 	errs := make(map[string]chan error)
 	for what, wait := range waits {
-		errs[what] = make(chan error, 1)
-		go func() { errs[what] <- wait() }()
+		ch := make(chan error, 1)
+		errs[what] = ch
+		go func() { ch <- wait() }()
 	}
 	time.Sleep(100 * time.Millisecond)
 	if err := c.Close(); err != nil {
