@@ -201,3 +201,20 @@ func TestCloseEndsEveryWait(t *testing.T) {
 		t.Errorf("a call refused unsent: %v, want ErrClosed", refused)
 	}
 }
+
+// TestErrorTextHungServer: a server that takes connections but answers nothing is said to
+// be hung or slow, not possibly down.
+func TestErrorTextHungServer(t *testing.T) {
+	srv, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 10*time.Second)
+	mustLock(t, c.Mutex("warm"), ctx) // a connection and the scripts, before the pause
+	srv.Pause(t)
+	defer srv.Resume(t)
+	_, err := c.Mutex("x", dlock.TTL(300*time.Millisecond)).TryLock(ctx)
+	t.Logf("hung server: %v", err)
+	onePrefix(t, "hung server", err)
+	if !strings.Contains(err.Error(), "accepts connections (hung or slow)") {
+		t.Fatalf("error %q does not say the server accepts connections", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 )
@@ -138,7 +139,9 @@ func permanent(err error) bool { return Diagnose(err.Error()) != Unknown }
 type Failure struct {
 	Addr string
 	Err  error
-	node *Node // a node that did not answer, for probeSilent
+	// silent is a node that did not answer within waited, whose cause probeSilent may tell.
+	silent *Node
+	waited time.Duration
 }
 
 // Shortfall is an operation that did not get the nodes it needed, for the public

@@ -375,7 +375,7 @@ func (v *votes) unanswered() int {
 
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
-// nodes that did not answer.
+// nodes that did not answer (which probeSilent may explain).
 func (v *votes) problems(nodes []*Node) []Failure {
 	var silence error
 	var waited time.Duration
@@ -387,19 +387,18 @@ func (v *votes) problems(nodes []*Node) []Failure {
 		}
 	}
 	var out []Failure
-	var probes []int // the silent nodes, whose cause a dial may tell
 	for i, answered := range v.answered {
 		switch {
 		case v.failedAt(i):
 			out = append(out, Failure{Addr: nodes[i].Name, Err: v.errs[i]})
 		case !answered && silence != nil:
+			f := Failure{Addr: nodes[i].Name, Err: silence}
 			if v.ctxErr == nil {
-				probes = append(probes, len(out))
+				f.silent, f.waited = nodes[i], waited
 			}
-			out = append(out, Failure{Addr: nodes[i].Name, Err: silence, node: nodes[i]})
+			out = append(out, f)
 		}
 	}
-	probeSilent(out, probes, waited)
 	return out
 }
 
@@ -407,18 +406,24 @@ func (v *votes) problems(nodes []*Node) []Failure {
 // unreachable network answers at once, and a blackholed address is not waited for long.
 const probeTimeout = 50 * time.Millisecond
 
-// probeSilent says, for each failure at the indexes probes, why its node did not answer
-// when a dial can tell: go-redis keeps a failed dial's error to itself when the call's
-// deadline passes first (its pool dials on, and only logs the error), so a node on a
-// closed port would read as merely silent. The dial is the node's own (its client's
-// Dialer: its network, TLS, Sentinel), made once per silent node, on this failure path only.
-func probeSilent(out []Failure, probes []int, waited time.Duration) {
+// probeSilent says, for each failure of a node that did not answer in time, why, when a
+// dial can tell, and returns fs: go-redis keeps a failed dial's error to itself when the
+// call's deadline passes first (its pool dials on, and only logs the error), so a node on
+// a closed port would read as merely silent. The dial is the node's own (its client's
+// Dialer: its network, TLS, Sentinel), one per silent node. Only the errors returned to a
+// caller (Lock, Extend, Unlock) probe; renewals, which fail every tick for every hold on
+// a node that is down, do not.
+func probeSilent(fs []Failure) []Failure {
 	var wg sync.WaitGroup
-	for _, i := range probes {
-		rdb, ok := out[i].node.RDB.(*redis.Client)
+	for i := range fs {
+		if fs[i].silent == nil {
+			continue
+		}
+		rdb, ok := fs[i].silent.RDB.(*redis.Client)
 		if !ok || rdb.Options().Dialer == nil {
 			continue // a Cluster: no one address to ask
 		}
+		waited := fs[i].waited
 		wg.Go(func() {
 			o := rdb.Options()
 			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
@@ -427,13 +432,14 @@ func probeSilent(out []Failure, probes []int, waited time.Duration) {
 			switch {
 			case err == nil:
 				conn.Close()
-				out[i].Err = fmt.Errorf("no answer within %v, though it accepts connections (hung or slow)", waited)
+				fs[i].Err = fmt.Errorf("no answer within %v, though it accepts connections (hung or slow)", waited)
 			case ctx.Err() == nil:
-				out[i].Err = fmt.Errorf("no answer within %v: %w", waited, err)
+				fs[i].Err = fmt.Errorf("no answer within %v: %w", waited, err)
 			}
 		})
 	}
 	wg.Wait()
+	return fs
 }
 
 // reset clears the counts for another set of answers of parts parts, polled at start (a
