@@ -20,7 +20,9 @@ type Client struct {
 
 // New returns a Client for one Redis deployment: a standalone server, a Sentinel-managed
 // failover client or a Cluster. A nil rdb or an invalid option gives a Client whose every
-// operation returns an error that says so.
+// operation (Lock, TryLock, Acquire, Inspect...) returns an error that says so; New also
+// logs that error once, at Error level, through the logger of WithLogger (given before or
+// after the invalid option).
 //
 // Every command goes through rdb, so its hooks (tracing, metrics) and MaxRetries apply to
 // dlock's traffic. The script calls of all goroutines share round trips: the calls made
@@ -118,8 +120,12 @@ func newTransport(rdb redis.UniversalClient, acks batch.Acks) *batch.Batcher {
 	return batch.New(rdb, lanes)
 }
 
+// failedClient is New's Client when it cannot work: its signature has no error, so it
+// logs err once, here, and every operation returns it.
 func failedClient(err error, opts []Option) *Client {
-	return &Client{e: engine.Failed(err, newClientConfig(opts), public)}
+	cfg := newClientConfig(opts)
+	cfg.Logger.Error("dlock: New: every operation of this Client will fail", "err", err)
+	return &Client{e: engine.Failed(err, cfg, public)}
 }
 
 // Close releases every lease the Client still holds (bounded by a few seconds, after

@@ -37,7 +37,7 @@ type NodeError struct {
 	Err  error  // what the node answered, or why it did not (wraps ctx's error if ctx ended the wait)
 }
 
-func (e *NodeError) Error() string { return e.Addr + ": " + engine.Explain(e.Err) }
+func (e *NodeError) Error() string { return e.Addr + ": " + engine.Explain(engine.Inner(e.Err)) }
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // QuorumError is an operation that did not get the nodes it needed: one deployment that

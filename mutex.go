@@ -77,7 +77,7 @@ func finish(ctx context.Context, lease *Lease, fnErr error) error {
 	defer cancel()
 	if lease.Err() == ErrLost {
 		_ = lease.Unlock(ctx)
-		return errors.Join(fnErr, fmt.Errorf("dlock: %q: %w while the work ran", lease.Name(), ErrLost))
+		return errors.Join(fnErr, fmt.Errorf("dlock: %q: %w while the work ran", lease.Name(), engine.Inner(ErrLost)))
 	}
 	return errors.Join(fnErr, lease.Unlock(ctx))
 }

@@ -47,7 +47,8 @@ import (
 )
 
 // ErrStopped is the error of a call sent after Stop, or one Stop could not send (see
-// Stop): it was never sent.
+// Stop): it was never sent. It is the Client's ErrClosed (the engine exports this value),
+// since a Client stops its batchers when it is closed.
 var ErrStopped = errors.New("dlock: client closed")
 
 // errExpired is the error of a call whose deadline passed before it was sent: it was never

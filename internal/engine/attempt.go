@@ -73,7 +73,8 @@ func refused(r *request, v *votes, verdict verdict, need int) attempt {
 	case split:
 		return attempt{split: true}
 	}
-	failures := v.problems(t.c.nodes)
+	failures := probeSilent(v.problems(t.c.nodes))
+	clashes(t, failures)
 	a := attempt{err: t.c.pub.Error(Shortfall{Op: "lock", Name: t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: failures})}
 	for _, f := range failures {
 		a.permanent = a.permanent || permanent(f.Err)

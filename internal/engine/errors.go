@@ -2,7 +2,11 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
 // The sentinel errors; the public package exports these same values.
@@ -11,13 +15,35 @@ var (
 	ErrNotHeld     = errors.New("dlock: lease not held")
 	ErrLost        = errors.New("dlock: lease lost")
 	ErrReleased    = errors.New("dlock: lease released")
-	ErrClosed      = errors.New("dlock: client closed")
+	// ErrClosed is the batchers' own: a call that Close kept from being sent fails with
+	// the same value as every other operation Close ends.
+	ErrClosed = batch.ErrStopped
 	// ErrNotTimestamp wraps the error of a TimestampMutex whose key holds something that
 	// is not a deadline (timestamp.go).
 	ErrNotTimestamp = errors.New("dlock: not a timestamp lock")
 	// ErrNotReplicated: a write that fewer replicas acknowledged than WithReplicaAcks asks.
 	ErrNotReplicated = errors.New("dlock: not replicated")
 )
+
+// prefix begins every error's text, once: an error wrapped inside another is written
+// without it (Inner).
+const prefix = "dlock: "
+
+// inner is an error as it reads inside a message that already begins with prefix: its
+// text without the prefix, the same error for errors.Is and errors.As.
+type inner struct{ err error }
+
+func (e inner) Error() string { return strings.TrimPrefix(e.err.Error(), prefix) }
+func (e inner) Unwrap() error { return e.err }
+
+// Inner returns err to be wrapped, with %w, by a message that begins with "dlock: ", so
+// that the text says it once; nil stays nil.
+func Inner(err error) error {
+	if err == nil {
+		return nil
+	}
+	return inner{err}
+}
 
 // A Diagnosis is a known cause of a server's error that retrying cannot help: a setting or
 // the data, not load or topology. The CLI tells the same causes with Diagnose, and adds
@@ -113,6 +139,9 @@ func permanent(err error) bool { return Diagnose(err.Error()) != Unknown }
 type Failure struct {
 	Addr string
 	Err  error
+	// silent is a node that did not answer within waited, whose cause probeSilent may tell.
+	silent *Node
+	waited time.Duration
 }
 
 // Shortfall is an operation that did not get the nodes it needed, for the public
@@ -122,4 +151,35 @@ type Shortfall struct {
 	Name                  string
 	Agreed, Needed, Total int
 	Nodes                 []Failure
+}
+
+// kindClash is an acquisition's WRONGTYPE, in the lock's terms rather than the script's
+// sha and line: its key holds a value of another type, which a lock of another kind on
+// the same name, or another program, wrote. Its text keeps the server's code, which
+// Diagnose reads.
+type kindClash struct {
+	kind, name, key string
+	err             error // the server's reply
+}
+
+func (e *kindClash) Error() string {
+	return fmt.Sprintf("WRONGTYPE: a key of %s %q (%s, or one of its companions) holds another type of value: a lock of another kind on the same name (a Mutex and a Semaphore, say), or another program's data",
+		kindTypes[e.kind], e.name, e.key)
+}
+
+func (e *kindClash) Unwrap() error { return e.err }
+
+// kindTypes are the public types of the kinds.
+var kindTypes = map[string]string{
+	KindMutex: "Mutex", KindFair: "FairMutex", KindRead: "RWMutex", KindWrite: "RWMutex",
+	KindSemaphore: "Semaphore", KindTimestamp: "TimestampMutex", KindMulti: "MultiMutex",
+}
+
+// clashes rewrites the WRONGTYPE failures of an acquisition of t as kindClash.
+func clashes(t *Target, fs []Failure) {
+	for i, f := range fs {
+		if Diagnose(f.Err.Error()) == KeyInUse {
+			fs[i].Err = &kindClash{kind: t.scheme.kind(), name: t.name, key: t.keys.Lock, err: f.Err}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,26 @@ func TestDiagnose(t *testing.T) {
 	}
 	if got := Unknown.Advice(APITerms); got != "" {
 		t.Errorf("Unknown.Advice = %q, want none", got)
+	}
+}
+
+// TestInner: a wrapped sentinel reads without its prefix and is still found by errors.Is,
+// through several layers.
+func TestInner(t *testing.T) {
+	err := fmt.Errorf("dlock: unlock %q: %w: %w (unlocked)", "y", Inner(ErrNotHeld), Inner(ErrReleased))
+	outer := fmt.Errorf("dlock: lock %q: gave up; the last attempt: %w", "y", Inner(err))
+	for _, e := range []error{err, outer} {
+		if n := strings.Count(e.Error(), prefix); n != 1 {
+			t.Errorf("%q says %q %d times", e, prefix, n)
+		}
+		if !errors.Is(e, ErrNotHeld) || !errors.Is(e, ErrReleased) {
+			t.Errorf("%q does not wrap its sentinels", e)
+		}
+	}
+	if Inner(nil) != nil {
+		t.Error("Inner(nil) is not nil")
+	}
+	if ErrNotHeld.Error() != "dlock: lease not held" {
+		t.Errorf("the sentinel's own text changed: %q", ErrNotHeld)
 	}
 }

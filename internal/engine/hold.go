@@ -216,7 +216,13 @@ func (h *Hold) endedError(op string) error {
 	if err == nil {
 		err, reason = ErrLost, "its deadline passed"
 	}
-	return fmt.Errorf("dlock: %s %q: %w: %w (%s)", op, h.t.name, ErrNotHeld, err, reason)
+	select {
+	case <-h.c.done:
+		// Close ended it, or would have: the error says so, for errors.Is(err, ErrClosed).
+		return fmt.Errorf("dlock: %s %q: %w: %w (%s; %w)", op, h.t.name, Inner(ErrNotHeld), Inner(err), reason, Inner(ErrClosed))
+	default:
+	}
+	return fmt.Errorf("dlock: %s %q: %w: %w (%s)", op, h.t.name, Inner(ErrNotHeld), Inner(err), reason)
 }
 
 // bind makes h's outer lease and its context, which keeps the values of lockCtx (the ctx
@@ -234,7 +240,7 @@ func (h *Hold) startExtend(ttl time.Duration) (seq uint64, err error) {
 	h.mu.Lock()
 	if h.releasing {
 		h.mu.Unlock()
-		return 0, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+		return 0, fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, Inner(ErrNotHeld))
 	}
 	h.sent++
 	seq = h.sent
@@ -337,7 +343,7 @@ func (h *Hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	case h.releasing:
 		h.mu.Unlock()
-		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+		return fmt.Errorf("dlock: unlock %q: %w (another Unlock of this lease is in progress)", h.t.name, Inner(ErrNotHeld))
 	}
 	h.releasing = true
 	ttl := h.ttl
@@ -375,7 +381,7 @@ func (h *Hold) release(ctx context.Context) error {
 		return h.endedError("unlock")
 	}
 	h.end(ErrReleased, "unlock failed; the key expires by itself")
-	err := c.pub.Error(Shortfall{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: v.problems(c.nodes)})
+	err := c.pub.Error(Shortfall{Op: "unlock", Name: h.t.name, Agreed: released + gone, Needed: need, Total: n, Nodes: probeSilent(v.problems(c.nodes))})
 	return fmt.Errorf("%w; the lease has ended here and its key expires by itself within %v", err, ttl)
 }
 
@@ -407,9 +413,9 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 		return nil
 	case v.no > n-need:
 		if !h.lost("Extend found the key no longer holds its token (expired, deleted or taken)") && !h.ended() {
-			return fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, ErrNotHeld)
+			return fmt.Errorf("dlock: extend %q: %w (an Unlock of this lease is in progress)", h.t.name, Inner(ErrNotHeld))
 		}
 		return h.endedError("extend")
 	}
-	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: v.problems(c.nodes)})
+	return c.pub.Error(Shortfall{Op: "extend", Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: probeSilent(v.problems(c.nodes))})
 }

@@ -59,7 +59,7 @@ func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		if !l.outer && l.h.state() == nil {
-			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.t.name, ErrNotHeld, err)
+			return fmt.Errorf("dlock: extend %q: %w: %w (this re-entrant lease was unlocked)", l.h.t.name, Inner(ErrNotHeld), Inner(err))
 		}
 		return l.h.endedError("extend")
 	}
@@ -76,7 +76,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("dlock: unlock %q: %w: %w (already unlocked)", l.h.t.name, ErrNotHeld, l.err)
+		return fmt.Errorf("dlock: unlock %q: %w: %w (already unlocked)", l.h.t.name, Inner(ErrNotHeld), Inner(l.err))
 	}
 	if err := l.h.state(); err != nil {
 		l.mu.Unlock()

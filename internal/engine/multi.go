@@ -130,7 +130,7 @@ func (m *Multi) Lock(ctx context.Context, try bool) (*Lease, error) {
 		if name, ok := m.carried(ctx); ok {
 			held := fmt.Sprintf("ctx carries a live lease on %q from this Client", name)
 			if try {
-				return nil, fmt.Errorf("dlock: MultiMutex %q: %w: %s, and a MultiMutex is not re-entrant", m.t.name, ErrNotAcquired, held)
+				return nil, fmt.Errorf("dlock: MultiMutex %q: %w: %s, and a MultiMutex is not re-entrant", m.t.name, Inner(ErrNotAcquired), held)
 			}
 			return nil, fmt.Errorf("dlock: MultiMutex %q: %s: a MultiMutex is not re-entrant, and this Lock would wait for itself; %s", m.t.name, held, selfWaitAdvice)
 		}

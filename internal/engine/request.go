@@ -104,7 +104,7 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 func (r *request) tryOnce(ctx context.Context) (*Lease, error) {
 	t := r.t
 	if h := t.share.heldHere(); h != nil {
-		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, ErrNotAcquired, time.Until(h.validUntil()).Round(time.Millisecond))
+		return nil, fmt.Errorf("dlock: try lock %q: %w (by this process, lease valid for %v more)", t.name, Inner(ErrNotAcquired), time.Until(h.validUntil()).Round(time.Millisecond))
 	}
 	start := time.Now()
 	a := t.attempt(ctx, ctx, r)
@@ -114,7 +114,7 @@ func (r *request) tryOnce(ctx context.Context) (*Lease, error) {
 	case a.err != nil:
 		return nil, a.err
 	case a.left >= 0:
-		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, ErrNotAcquired, a.left)
+		return nil, fmt.Errorf("dlock: try lock %q: %w (the holder's lease has %v left)", t.name, Inner(ErrNotAcquired), a.left)
 	}
-	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, ErrNotAcquired)
+	return nil, fmt.Errorf("dlock: try lock %q: %w", t.name, Inner(ErrNotAcquired))
 }

@@ -34,7 +34,7 @@ func gaveUpAfter(name string, ctx context.Context, left time.Duration, lastErr e
 	if lastErr == nil {
 		return gaveUp(name, ctx, left)
 	}
-	return fmt.Errorf("%w; the last attempt: %w", gaveUp(name, ctx, left), lastErr)
+	return fmt.Errorf("%w; the last attempt: %w", gaveUp(name, ctx, left), Inner(lastErr))
 }
 
 // gaveUp is the error of a wait for the lock called name that ctx ended; it wraps

@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/internal/scripts"
@@ -371,11 +375,12 @@ func (v *votes) unanswered() int {
 
 // problems lists what went wrong in a poll of every node, in the order of the nodes: the
 // nodes that failed, and, if the poll ran out of time rather than reaching a verdict, the
-// nodes that did not answer.
+// nodes that did not answer (which probeSilent may explain).
 func (v *votes) problems(nodes []*Node) []Failure {
 	var silence error
+	var waited time.Duration
 	if !v.decided {
-		waited := time.Since(v.start).Round(time.Millisecond)
+		waited = time.Since(v.start).Round(time.Millisecond)
 		silence = fmt.Errorf("no answer within %v (down, unreachable, hung or slow)", waited)
 		if v.ctxErr != nil {
 			silence = fmt.Errorf("no answer before the context ended (%w, after %v)", v.ctxErr, waited)
@@ -387,10 +392,54 @@ func (v *votes) problems(nodes []*Node) []Failure {
 		case v.failedAt(i):
 			out = append(out, Failure{Addr: nodes[i].Name, Err: v.errs[i]})
 		case !answered && silence != nil:
-			out = append(out, Failure{Addr: nodes[i].Name, Err: silence})
+			f := Failure{Addr: nodes[i].Name, Err: silence}
+			if v.ctxErr == nil {
+				f.silent, f.waited = nodes[i], waited
+			}
+			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// probeTimeout bounds the dial that asks why a node did not answer: a refusal or an
+// unreachable network answers at once, and a blackholed address is not waited for long.
+const probeTimeout = 50 * time.Millisecond
+
+// probeSilent says, for each failure of a node that did not answer in time, why, when a
+// dial can tell, and returns fs: go-redis keeps a failed dial's error to itself when the
+// call's deadline passes first (its pool dials on, and only logs the error), so a node on
+// a closed port would read as merely silent. The dial is the node's own (its client's
+// Dialer: its network, TLS, Sentinel), one per silent node. Only the errors returned to a
+// caller (Lock, Extend, Unlock) probe; renewals, which fail every tick for every hold on
+// a node that is down, do not.
+func probeSilent(fs []Failure) []Failure {
+	var wg sync.WaitGroup
+	for i := range fs {
+		if fs[i].silent == nil {
+			continue
+		}
+		rdb, ok := fs[i].silent.RDB.(*redis.Client)
+		if !ok || rdb.Options().Dialer == nil {
+			continue // a Cluster: no one address to ask
+		}
+		waited := fs[i].waited
+		wg.Go(func() {
+			o := rdb.Options()
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			defer cancel()
+			conn, err := o.Dialer(ctx, o.Network, o.Addr)
+			switch {
+			case err == nil:
+				conn.Close()
+				fs[i].Err = fmt.Errorf("no answer within %v, though it accepts connections (hung or slow)", waited)
+			case ctx.Err() == nil:
+				fs[i].Err = fmt.Errorf("no answer within %v: %w", waited, err)
+			}
+		})
+	}
+	wg.Wait()
+	return fs
 }
 
 // reset clears the counts for another set of answers of parts parts, polled at start (a
