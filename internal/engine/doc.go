@@ -26,9 +26,9 @@
 // A lock is one or more parts (Target.parts): a MultiMutex over several Redis Cluster
 // hash slots is one Target per slot (multi_parts.go), every other lock its own one part.
 // Release, Extend, the undoing of an attempt, the renewal and the wait send one call per
-// part and node, and a node's answer is the conjunction of its parts' (nodeAnswer); only
-// acquisition takes the parts one after the other, in order, so that two MultiMutexes
-// meet first on the same part.
+// part and node; each part counts its own majority, and the lock holds while every part
+// does (votes.reply), as acquisition judges each part. Only acquisition takes the parts
+// one after the other, in order, so that two MultiMutexes meet first on the same part.
 //
 // A hold never calls back into what holds it: its Target registers what its start and
 // its end mean (holdHooks: the Client's record and the local queue in local.go; a

@@ -119,10 +119,10 @@ func (v *votes) reply(node, part int, val int64, err error) {
 // partCount is one part's yes and no, in a poll of several parts.
 type partCount struct{ yes, no int }
 
-// A nodeAnswer folds one node's replies to the calls of several parts into one answer: a
-// no if any part's is (some name is not held), else an error if any part failed, else,
-// once every part said yes, a yes with the smallest reply. A renewal batch counts the
-// parts of a hold with it too.
+// A nodeAnswer folds one node's replies to the calls of several parts into what the node
+// is marked with once every part has answered (votes.mark: its silence, its error for
+// problems): a refusal if any part refused, else an error if any part failed, else the
+// smallest yes. The yes and no that decide are counted by part (votes.reply).
 type nodeAnswer struct {
 	val     int64
 	err     error
