@@ -43,7 +43,7 @@ func (k *hotKey) fromProcess(ctx context.Context, r *request) (*Hold, bool) {
 
 // rejoin forgets this process's standing request, which Redis says was served or left
 // (gone.lua): the next attempt makes a new one.
-func (k *hotKey) rejoin(*request) {
+func (k *hotKey) rejoin() {
 	if !k.turns {
 		return
 	}

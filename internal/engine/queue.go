@@ -55,6 +55,6 @@ func (k queued) prepare(r *request) { alone{}.prepare(r) }
 
 func (queued) acquired(_ *request, counter uint64) (uint64, uint64) { return counter, 0 }
 func (queued) handOff(*Hold) bool                                   { return false }
-func (queued) rejoin(*request)                                      {}
+func (queued) rejoin()                                              {}
 func (queued) refreshes() bool                                      { return false }
 func (queued) queues() bool                                         { return true }

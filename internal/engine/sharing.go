@@ -43,7 +43,7 @@ type sharing interface {
 	// whether it did.
 	handOff(h *Hold) bool
 	// rejoin forgets what this process asked with: Redis said it was served or left.
-	rejoin(r *request)
+	rejoin()
 	// refreshes reports whether the process keeps a request in Redis that its waiter must
 	// refresh at least every waiterRefresh (a Mutex's standing request).
 	refreshes() bool
@@ -73,7 +73,7 @@ func (alone) fromProcess(context.Context, *request) (*Hold, bool)  { return nil,
 func (alone) changed(*request, bool) <-chan struct{}               { return nil }
 func (alone) acquired(_ *request, counter uint64) (uint64, uint64) { return counter, 0 }
 func (alone) handOff(*Hold) bool                                   { return false }
-func (alone) rejoin(*request)                                      {}
+func (alone) rejoin()                                              {}
 func (alone) refreshes() bool                                      { return false }
 func (alone) queues() bool                                         { return false }
 

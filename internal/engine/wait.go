@@ -199,7 +199,7 @@ func (w *waiting) listen(ctx context.Context) bool {
 // channels, after its next attempt.
 func (w *waiting) rejoin() {
 	r := w.r
-	w.t.share.rejoin(r)
+	w.t.share.rejoin()
 	if w.t.policy.waitList {
 		leaveWaitList(r)
 		r.waiter = newToken()
