@@ -46,6 +46,11 @@ type Holder struct {
 	// deadline in unix milliseconds instead. This is the ownership token, not the fencing
 	// token.
 	Token string
+	// Owner is the name of the Client that holds it (WithOwner; by default "host:pid"),
+	// or "" when it is not known: a holder written by another library, a Client with
+	// WithOwner(""), a TimestampMutex (whose key holds a deadline), or a Client whose owner
+	// key has expired after it stopped renewing.
+	Owner string
 	// Reader is set for a reader of an RWMutex; its writer has Reader unset.
 	Reader bool
 	// Permits is how many permits a Semaphore holder holds; 1 for the other kinds.

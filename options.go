@@ -43,6 +43,30 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithOwner names the Client's holders: Inspect reports the name with each lease it
+// finds (Holder.Owner), the dlock command shows it in status, list and top, and every
+// observer event carries it, so that on call one can tell which host holds a lock. The
+// default is the host name and the process id, "host:pid". The name is stored in Redis,
+// readable by anyone who can read the locks: put nothing secret in it. It is at most
+// MaxOwnerLen bytes of printable UTF-8; WithOwner("") names none and writes nothing.
+//
+// The name costs no round trip: each Client writes it once per node, in one key of its own
+// that expires by itself, sent with its acquisitions and renewals at most every 30 seconds
+// per node, and its holders' tokens begin with the Client's id that finds it. A
+// TimestampMutex holder, whose key holds a deadline and no token, has no owner.
+func WithOwner(owner string) Option {
+	return func(c *clientConfig) {
+		if err := engine.CheckOwner(owner); err != nil {
+			c.Err = err
+			return
+		}
+		c.Owner = owner
+	}
+}
+
+// MaxOwnerLen is the longest owner name WithOwner accepts: 128 bytes.
+const MaxOwnerLen = engine.MaxOwnerLen
+
 // WithDriftFactor sets the clock-drift allowance: a lease of length TTL is taken to be
 // exclusive for TTL - (TTL*f + 2ms) after its request was sent. The default is 0.01.
 func WithDriftFactor(f float64) Option {

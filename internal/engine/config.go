@@ -3,7 +3,12 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
 	"github.com/seed51c676c8/dlock/observe"
@@ -16,6 +21,7 @@ type ClientConfig struct {
 	DriftFactor float64
 	Observers   []observe.Observer // told of every event, in this order (observer.go)
 	Acks        batch.Acks         // replica acknowledgements asked of every write (acks.go); zero: none
+	Owner       string             // the name of the Client's holders (owner.go); "": none
 	Err         error              // the first invalid option
 }
 
@@ -25,7 +31,37 @@ const DefaultPrefix = "dlock:"
 
 // DefaultClientConfig is the configuration before any option.
 func DefaultClientConfig() ClientConfig {
-	return ClientConfig{Prefix: DefaultPrefix, Logger: slog.New(slog.DiscardHandler), DriftFactor: 0.01}
+	return ClientConfig{Prefix: DefaultPrefix, Logger: slog.New(slog.DiscardHandler), DriftFactor: 0.01, Owner: DefaultOwner()}
+}
+
+// MaxOwnerLen is the longest owner name WithOwner accepts, in bytes.
+const MaxOwnerLen = 128
+
+// DefaultOwner is the owner name of a Client that was given none: the host name and the
+// process id, "host:pid", which say where to look for the holder.
+func DefaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	if len(host) > MaxOwnerLen-12 {
+		host = host[:MaxOwnerLen-12]
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// CheckOwner says what is wrong with an owner name, if anything. It is shown by the CLI in
+// a terminal and stored in Redis, so it is bounded and printable.
+func CheckOwner(owner string) error {
+	switch {
+	case len(owner) > MaxOwnerLen:
+		return fmt.Errorf("dlock: WithOwner: the owner name is %d bytes long: at most %d are kept, so shorten it (host and process, or a service's instance name)", len(owner), MaxOwnerLen)
+	case !utf8.ValidString(owner):
+		return fmt.Errorf("dlock: WithOwner(%q): the owner name is not valid UTF-8: give it as text", owner)
+	case strings.IndexFunc(owner, unicode.IsControl) >= 0:
+		return fmt.Errorf("dlock: WithOwner(%q): the owner name has a control character: it is shown on one line in a terminal, so use printable characters only", owner)
+	}
+	return nil
 }
 
 // LockConfig is one lock's configuration; the public package's LockOptions set it.

@@ -42,6 +42,7 @@ type NodeInfo struct {
 // Holder is dlock.Holder.
 type Holder struct {
 	Token   string
+	Owner   string
 	Reader  bool
 	Permits int64
 	TTL     time.Duration
