@@ -2,6 +2,8 @@ package dlock_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,4 +98,14 @@ func acquiredAt(t *testing.T, ctx context.Context, lock func(context.Context) (*
 		_ = l.Unlock(ctx)
 	}()
 	return got
+}
+
+// defaultOwner is the owner name of a Client given none: "host:pid".
+func defaultOwner(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }

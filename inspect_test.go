@@ -51,7 +51,7 @@ func inspectUntil(t *testing.T, c *dlock.Client, name, what string, ok func(*dlo
 
 func checkHolder(t *testing.T, h dlock.Holder, reader bool, permits int64, ttl time.Duration) {
 	t.Helper()
-	checkHolderToken(t, h, 32, reader, permits, ttl)
+	checkHolderToken(t, h, 48, reader, permits, ttl) // the Client's id, then 128 random bits
 }
 
 // checkHolderToken is checkHolder for a token of digits hex digits.

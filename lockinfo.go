@@ -39,8 +39,9 @@ func (in *LockInfo) Held() bool { return len(in.Holders) > 0 }
 
 // Holder is one holder of a lock.
 type Holder struct {
-	// Token is the holder's token as stored in Redis: 32 hex digits (128 random bits) for
-	// dlock's holders, and for a FairMutex 48: its Client's id (16), then those 32.
+	// Token is the holder's token as stored in Redis: for dlock's holders 48 hex digits,
+	// the id of the Client that names its owner (16), then 128 random bits (32); 32
+	// digits alone from a Client with WithOwner("").
 	// For a moment after a Mutex release it may be "turn:" and the id of the process whose
 	// turn it is. A TimestampMutex, which Inspect reports as a mutex, stores its holder's
 	// deadline in unix milliseconds instead. This is the ownership token, not the fencing

@@ -28,8 +28,8 @@ func TestLockUnlock(t *testing.T) {
 		t.Fatalf("ValidUntil is %v from now, want within (0, %v]", left, dlock.DefaultTTL)
 	}
 	val, err := rdb.Get(ctx, "dlock:orders").Result()
-	if err != nil || len(val) != 32 {
-		t.Fatalf("lock key holds %q (%v), want a 128-bit hex token", val, err)
+	if err != nil || len(val) != 48 {
+		t.Fatalf("lock key holds %q (%v), want the Client's id and a 128-bit hex token", val, err)
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)

@@ -421,8 +421,8 @@ func TestObserverLocalHandOff(t *testing.T) {
 	// The first waiter acquires through Redis, reserving tokens for the two others.
 	handed, _ := of[dlock.HandOff](rec, nil)
 	want := []dlock.HandOff{
-		{Name: "handoff", Kind: dlock.KindMutex, Token: tokens[1], Local: true},
-		{Name: "handoff", Kind: dlock.KindMutex, Token: tokens[2], Local: true},
+		{Name: "handoff", Kind: dlock.KindMutex, Owner: defaultOwner(t), Token: tokens[1], Local: true},
+		{Name: "handoff", Kind: dlock.KindMutex, Owner: defaultOwner(t), Token: tokens[2], Local: true},
 	}
 	if !slices.Equal(handed, want) {
 		t.Fatalf("hand-offs %+v, want %+v", handed, want)
@@ -503,7 +503,7 @@ func TestObserverGrantBetweenClients(t *testing.T) {
 			}
 			_ = l.Unlock(ctx)
 			handed, _ := of[dlock.HandOff](rec, nil)
-			if want := []dlock.HandOff{{Name: "grant", Kind: tc.kind, Token: l.Token(), Local: false}}; !slices.Equal(handed, want) {
+			if want := []dlock.HandOff{{Name: "grant", Kind: tc.kind, Owner: defaultOwner(t), Token: l.Token(), Local: false}}; !slices.Equal(handed, want) {
 				t.Fatalf("hand-offs %+v, want %+v", handed, want)
 			}
 			checkLeaseOrder(t, rec)

@@ -10,6 +10,7 @@ type WaitStart struct {
 	Context context.Context // the ctx given to the call: its values (a trace span, say) belong to the wait
 	Name    string          // the lock's name
 	Kind    string          // KindMutex, KindFair, KindRead, KindWrite, KindSemaphore, KindTimestamp or KindMulti
+	Owner   string          // the owner name of the Client (WithOwner; "" for none)
 }
 
 // Attempt is one attempt to take a lock in Redis.
@@ -17,6 +18,7 @@ type Attempt struct {
 	Context  context.Context // the ctx given to the Lock, TryLock or Acquire call that made the attempt
 	Name     string
 	Kind     string
+	Owner    string // the owner name of the Client (WithOwner; "" for none)
 	Verdict  Verdict
 	Duration time.Duration // from sending the request to the verdict
 	Err      error         // with VerdictFailed (or nodes that failed under another verdict): a *dlock.QuorumError or the node's error
@@ -27,6 +29,7 @@ type WaitEnd struct {
 	Context  context.Context // the ctx given to the call, as in its WaitStart
 	Name     string
 	Kind     string
+	Owner    string        // the owner name of the Client (WithOwner; "" for none)
 	Waited   time.Duration // from the call to its end
 	Attempts int           // attempts made in Redis (0 when a hand-off or grant came first)
 	Token    uint64        // the fencing token, when acquired
@@ -40,6 +43,7 @@ type HoldEnd struct {
 	Context context.Context // the lease's Context (the values of the ctx given to Lock), already cancelled
 	Name    string
 	Kind    string
+	Owner   string // the owner name of the Client (WithOwner; "" for none)
 	Token   uint64
 	Held    time.Duration // from the acquisition (the attempt's verdict, the hand-off or the grant) to the end
 	Err     error         // ErrReleased or ErrLost, as the lease's Err
@@ -51,6 +55,7 @@ type HoldEnd struct {
 type Renewal struct {
 	Name      string
 	Kind      string
+	Owner     string // the owner name of the Client (WithOwner; "" for none)
 	Token     uint64
 	Err       error         // why it failed; nil when Recovered
 	Recovered bool          // it succeeded after Failures failures
@@ -62,6 +67,7 @@ type Renewal struct {
 type HandOff struct {
 	Name  string
 	Kind  string
+	Owner string // the owner name of the Client (WithOwner; "" for none)
 	Token uint64 // the new holder's fencing token
 	Local bool   // from a goroutine of this process (no round trip); false: granted by a release in Redis
 }

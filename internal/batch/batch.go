@@ -73,8 +73,12 @@ type Call struct {
 	Args   []any // strings, []byte, integers, floats, bools, as go-redis accepts them
 	// KeyArgs, if not nil, is Keys boxed ([]any of the same strings, read-only), kept by a
 	// caller that sends the same keys many times: it saves an allocation per key and call.
-	KeyArgs  []any
-	Node     int       // for the caller: which node the call went to
+	KeyArgs []any
+	Node    int // for the caller: which node the call went to
+	// Lane, if set, is the key whose lane carries the call instead of Keys[0]'s: a call
+	// queued just before another with Lane set to that call's first key goes out in the
+	// same round trip (or the one before it), on the same connection.
+	Lane     string
 	Deadline time.Time // zero for none; a call still queued at its deadline is not sent
 	// Values, if not nil, is the context of the caller the call is made for, of which only
 	// the values are used (Deadline, not its deadline or cancellation, bounds the call).
@@ -266,4 +270,12 @@ func IsNilClient(rdb redis.UniversalClient) bool {
 		return r == nil
 	}
 	return false
+}
+
+// laneKey is the key that chooses c's lane: Lane, else its first key ("" for none).
+func (c *Call) laneKey() string {
+	if c.Lane != "" {
+		return c.Lane
+	}
+	return firstKey(c)
 }

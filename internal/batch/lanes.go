@@ -53,13 +53,14 @@ func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 	return b
 }
 
-// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
+// lane returns the queue of c's lane key (Call.Lane), chosen by the key's Redis Cluster hash tag
 // (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
 func (b *lanes) lane(c *Call) chan *Call {
-	if len(c.Keys) == 0 || len(b.lanes) == 1 {
+	key := c.laneKey()
+	if key == "" || len(b.lanes) == 1 {
 		return b.lanes[0]
 	}
-	return b.lanes[tagHash(c.Keys[0])%uint32(len(b.lanes))]
+	return b.lanes[tagHash(key)%uint32(len(b.lanes))]
 }
 
 // tagHash is FNV-1a of key's hash tag.

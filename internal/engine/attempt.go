@@ -29,6 +29,9 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	t.share.prepare(r)
 	tk := &r.tk
+	if _, named := tk.token.(string); named { // a TimestampMutex's stamp names no owner
+		c.announce(ctx, t.cfg.TTL, t.keys.Lock)
+	}
 	v := canvass(ctx, c, t.parts, nil, t.cfg.TTL,
 		func(p *Target, call *batch.Call) { p.scheme.acquire(p, r, tk, call) },
 		func(v *votes) bool { return v.settled(need) })

@@ -23,6 +23,7 @@ type Client struct {
 	pub   Public
 	err   error  // a construction error, returned by every operation
 	id    string // this Client's id in Mutex turn lists: random, one per process and Client
+	owner owner  // the name of its holders, which its tokens lead to (owner.go)
 
 	batchers []*batch.Batcher // one per node, in the order of nodes
 	allNodes []int            // the index of every node, for sendEvery; read-only
@@ -63,6 +64,7 @@ func NewClient(rdbs []redis.UniversalClient, batchers []*batch.Batcher, cfg Clie
 		local:    newLocal(),
 		done:     make(chan struct{}),
 	}
+	c.owner = newOwner(cfg, c.id, len(rdbs))
 	for i, rdb := range rdbs {
 		c.nodes = append(c.nodes, newNode(rdb, cfg.Logger, func(addr string) { nodeSilent(cfg.Observers, addr) }))
 		c.allNodes = append(c.allNodes, i)

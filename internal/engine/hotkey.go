@@ -71,7 +71,7 @@ func (k *hotKey) prepare(r *request) {
 		r.tk.reserve += r.tk.behind
 	}
 	if q == nil || r.local == nil || r.try || !k.turns {
-		r.tk.token = newToken()
+		r.tk.token = k.t.c.newToken()
 		return
 	}
 	r.tk.claim = true
@@ -79,7 +79,7 @@ func (k *hotKey) prepare(r *request) {
 		// Its clock starts now, before the token is first sent: no grant of it can come
 		// earlier. Its first attempt does not stand: an uncontended Lock leaves no request
 		// behind.
-		q.ask = &mutexAsk{token: newToken(), sent: time.Now(), shortest: k.t.cfg.TTL}
+		q.ask = &mutexAsk{token: k.t.c.newToken(), sent: time.Now(), shortest: k.t.cfg.TTL}
 		r.tk.token = q.ask.token
 		return
 	} else if r.tk.behind > 0 {

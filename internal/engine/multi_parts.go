@@ -32,6 +32,7 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	t.share.prepare(r)
 	token := r.tk.token
+	c.announce(ctx, t.cfg.TTL, t.parts[0].keys.Lock)
 	polls := make([]*votes, 0, len(t.parts)) // each part's, by part
 	var fence, settled int64
 	defer func() { hearParts(c, t.parts, polls, settled) }()

@@ -27,7 +27,7 @@ func observed(c *Client) bool { return len(c.cfg.Observers) > 0 }
 func waitStarted(c *Client, ctx context.Context, name, kind string) time.Time {
 	for _, o := range c.cfg.Observers {
 		if f := o.WaitStarted; f != nil {
-			f(observe.WaitStart{Context: ctx, Name: name, Kind: kind})
+			f(observe.WaitStart{Context: ctx, Name: name, Kind: kind, Owner: c.cfg.Owner})
 		}
 	}
 	return time.Now()
@@ -37,7 +37,7 @@ func waitStarted(c *Client, ctx context.Context, name, kind string) time.Time {
 // attempts, with the hold h it delivered (nil for none) or err. A hold's WaitEnded is sent
 // under its holdObs's mutex, then the hold's events that happened before it (announce).
 func waitEnded(c *Client, ctx context.Context, name, kind string, start time.Time, attempts int, h *Hold, err error) {
-	ev := observe.WaitEnd{Context: ctx, Name: name, Kind: kind, Waited: time.Since(start), Attempts: attempts, Err: err}
+	ev := observe.WaitEnd{Context: ctx, Name: name, Kind: kind, Owner: c.cfg.Owner, Waited: time.Since(start), Attempts: attempts, Err: err}
 	if h == nil {
 		sendWaitEnd(c.cfg.Observers, ev)
 		return
@@ -63,7 +63,7 @@ func attempted(lockCtx context.Context, r *request, a attempt, v *votes, vd verd
 	if !observed(c) {
 		return a
 	}
-	ev := observe.Attempt{Context: lockCtx, Name: t.name, Kind: t.scheme.kind(), Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
+	ev := observe.Attempt{Context: lockCtx, Name: t.name, Kind: t.scheme.kind(), Owner: t.c.cfg.Owner, Verdict: publicVerdict(vd, a), Duration: time.Since(v.start), Err: a.err}
 	if ev.Err == nil {
 		ev.Err = nodeTrouble(c, v, t.name, t.scheme.need(len(c.nodes)))
 	}
@@ -109,6 +109,7 @@ func nodeTrouble(c *Client, v *votes, name string, need int) error {
 // the WaitEnded that delivered the hold (announced).
 type holdObs struct {
 	obs       []observe.Observer
+	owner     string // the Client's owner name, which every event carries
 	mu        sync.Mutex
 	since     time.Time // when the hold was acquired, granted or handed over; set once
 	announced bool      // guarded by mu: its WaitEnded was sent; later events are sent at once
@@ -122,7 +123,7 @@ func newHoldObs(c *Client) *holdObs {
 	if !observed(c) {
 		return nil
 	}
-	return &holdObs{obs: c.cfg.Observers, since: time.Now()}
+	return &holdObs{obs: c.cfg.Observers, owner: c.cfg.Owner, since: time.Now()}
 }
 
 // announce sends ev, the WaitEnded that delivers the hold, then the hold's events that
@@ -182,7 +183,7 @@ func reportEnd(o *holdObs, ctx context.Context, name, kind string, token uint64,
 	case err == ErrLost:
 		cause = observe.LossTaken
 	}
-	ev := observe.HoldEnd{Context: ctx, Name: name, Kind: kind, Token: token, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
+	ev := observe.HoldEnd{Context: ctx, Name: name, Kind: kind, Owner: o.owner, Token: token, Held: time.Since(o.since), Err: err, Cause: cause, Reason: reason}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ended = true
@@ -201,7 +202,7 @@ func (o *holdObs) renewal(name, kind string, token uint64, left time.Duration, e
 	if o.ended || (err == nil && o.failures == 0) {
 		return
 	}
-	ev := observe.Renewal{Name: name, Kind: kind, Token: token, Err: err, Left: left}
+	ev := observe.Renewal{Name: name, Kind: kind, Owner: o.owner, Token: token, Err: err, Left: left}
 	if err == nil {
 		ev.Recovered, ev.Failures, o.failures = true, o.failures, 0
 	} else {
@@ -219,7 +220,7 @@ func handedOff(h *Hold, local bool) *Hold {
 	if h == nil || h.obs == nil {
 		return h
 	}
-	ev := observe.HandOff{Name: h.t.name, Kind: h.t.scheme.kind(), Token: h.fence, Local: local}
+	ev := observe.HandOff{Name: h.t.name, Kind: h.t.scheme.kind(), Owner: h.obs.owner, Token: h.fence, Local: local}
 	for _, o := range h.obs.obs {
 		if f := o.HandedOff; f != nil {
 			f(ev)

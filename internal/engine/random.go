@@ -11,6 +11,10 @@ import (
 // newToken returns 128 random bits from crypto/rand, hex-encoded.
 func newToken() string { return newPrefixedToken("") }
 
+// newToken is a fresh holder or waiter token of c: 128 random bits after the id that
+// finds c's owner name (owner.go), if it has one.
+func (c *Client) newToken() string { return newPrefixedToken(c.owner.prefix) }
+
 // newPrefixedToken returns prefix followed by newToken's 128 random bits, in one
 // allocation.
 func newPrefixedToken(prefix string) string {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -24,6 +25,7 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 			defer applied()
 		}
 	}
+	c.announce(context.Background(), b.maxTTL, "") // in a round trip of its own: renewals go out together (SendAll)
 	replies, answered := b.send(c)
 	b.heard(c, replies, answered)
 	now := time.Now()
@@ -42,6 +44,7 @@ type renewals struct {
 	ttls    []time.Duration
 	seqs    []uint64
 	minTTL  time.Duration
+	maxTTL  time.Duration
 	start   time.Time // when the batch was sent
 }
 
@@ -67,6 +70,7 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
 		}
+		b.maxTTL = max(b.maxTTL, ttl)
 	}
 	return b
 }

@@ -73,7 +73,7 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 		return nil, gaveUp(t.name, ctx, -1)
 	}
 	if t.policy.waitList {
-		r.waiter = newToken() // an id in Redis wait lists; a Mutex or a reader needs none
+		r.waiter = c.newToken() // an id in Redis wait lists; a Mutex or a reader needs none
 	}
 	if err := c.local.enter(&c.inflight); err != nil {
 		return nil, err

@@ -59,7 +59,7 @@ type scheme interface {
 // its own (the lock's).
 type plain struct{}
 
-func (plain) newToken(*Target) any                      { return newToken() }
+func (plain) newToken(t *Target) any                    { return t.c.newToken() }
 func (plain) wrapError(err error) error                 { return err }
 func (plain) leave(*Target, *request, *batch.Call) bool { return false }
 func (plain) names(t *Target) []string                  { return []string{t.name} }

@@ -202,7 +202,7 @@ func (w *waiting) rejoin() {
 	w.t.share.rejoin()
 	if w.t.policy.waitList {
 		leaveWaitList(r)
-		r.waiter = newToken()
+		r.waiter = r.t.c.newToken()
 		r.firstSent = time.Time{}
 	}
 	w.stopListening()

@@ -87,6 +87,8 @@ func keyLife(key string) time.Duration {
 		return goneLife // the tombstones of the waiters served or gone (gone.lua)
 	case ok && suffix == keyspace.GoneInfix:
 		return rndLongestLease + goneLife // a token's tombstone outlives its lease (gone.lua)
+	case keyspace.IsOwnerKey(key):
+		return rndLongestLease + time.Minute // a Client's owner name outlives its leases (owner.go in internal/engine)
 	}
 	return 0
 }

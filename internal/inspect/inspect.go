@@ -6,6 +6,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -80,6 +81,9 @@ func readLock(ctx context.Context, c *engine.Client, op, name string,
 	for i, n := range c.Nodes() {
 		wg.Go(func() {
 			info, err := read(ctx, n, keys)
+			if err == nil {
+				err = owners(ctx, n, c.Prefix(), info.Holders)
+			}
 			if err != nil {
 				info = NodeInfo{Err: err}
 			}
@@ -136,6 +140,7 @@ func summarise(name, key string, nodes []NodeInfo) *LockInfo {
 			} else if h.TTL >= 0 && (s.h.TTL < 0 || h.TTL < s.h.TTL) {
 				s.h.TTL = h.TTL
 			}
+			s.h.Owner = cmp.Or(s.h.Owner, h.Owner) // a node that lost the owner key has none
 			s.count++
 		}
 	}

@@ -21,20 +21,6 @@ func CompanionOf(key string) (tag, suffix string, ok bool) {
 	return "", "", false
 }
 
-// isToken reports whether s is a token as dlock makes them: 128 bits in lowercase hex. A
-// tombstone's name ends in one, which tells it from a lock named like "{orders}:gone:x".
-func isToken(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // tagBefore returns the part of key before an occurrence of infix that is its own slot
 // tag, if there is one.
 func tagBefore(key, infix string) (string, bool) {

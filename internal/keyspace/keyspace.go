@@ -47,7 +47,7 @@ const (
 // (GoneInfix and a token) and the waiters' channels (GrantedInfix, not keys) end in a
 // token, and are not listed.
 func Companions() []string {
-	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix}
+	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix, ownerSuffix}
 }
 
 // Queue is the FairMutex's or the Semaphore's queue: a list of waiter ids in arrival order.

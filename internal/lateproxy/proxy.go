@@ -362,12 +362,14 @@ func (h *Held) Len() int {
 	return n
 }
 
-// ClientsClosed reports whether the client of every held connection has closed it (or
-// the connection has ended), so that delivered bytes land after their callers gave up.
+// ClientsClosed reports whether the client of every held connection that holds bytes has
+// closed it (or the connection has ended), so that delivered bytes land after their
+// callers gave up. A held connection with nothing held, such as an idle one of another
+// pool of the client's (go-redis keeps one for pipelines), does not count.
 func (h *Held) ClientsClosed() bool {
 	for _, c := range h.conns {
 		c.mu.Lock()
-		gone := c.clientGone || c.ended
+		gone := c.clientGone || c.ended || len(c.buf) == 0
 		c.mu.Unlock()
 		if !gone {
 			return false

@@ -164,13 +164,16 @@ func TestDeliverResumesAnOpenConnection(t *testing.T) {
 	c.expect("+PONG")
 
 	h := p.HoldConnections()
-	if h.ClientsClosed() {
-		t.Fatal("ClientsClosed = true with the client connected")
+	if !h.ClientsClosed() {
+		t.Fatal("ClientsClosed = false for a held connection that holds nothing")
 	}
 	c.send("SET a 1")
 	c.send("APPEND a 2")
 	if got, err := c.line(300 * time.Millisecond); err == nil {
 		t.Fatalf("reply %q through a held connection", got)
+	}
+	if h.ClientsClosed() {
+		t.Fatal("ClientsClosed = true with the client connected and bytes held")
 	}
 	h.Deliver()
 	waitLanded(t, h)

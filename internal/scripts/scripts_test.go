@@ -353,8 +353,8 @@ var sources = map[string]string{
 	"waiter_leave": waiterLeave, "semaphore_acquire": semaphoreAcquire, "refusal": refusal,
 	"lock_read": lockRead, "inspect": inspect, "force_unlock": forceUnlock,
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
-	"stamp_owned": stampOwned,
-	"pass_on":     passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
+	"stamp_owned": stampOwned, "owner": owner,
+	"pass_on": passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
 	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks,
 }
 

@@ -1,0 +1,44 @@
+package scripts
+
+import (
+	"testing"
+	"time"
+
+	"github.com/seed51c676c8/dlock/internal/keyspace"
+	"github.com/seed51c676c8/dlock/internal/redistest"
+)
+
+// TestLateOwner: a Client's owner write that lands late never shortens the label a later
+// write set, and writes it when it is missing or shorter.
+func TestLateOwner(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	key := keyspace.OwnerKey("dlock:", "0123456789abcdef")
+	land := func(life time.Duration) int64 {
+		t.Helper()
+		n, err := Owner.Run(ctx, rdb, []string{key}, "web-1:42", life.Milliseconds()).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	pttl := func() time.Duration { return rdb.PTTL(ctx, key).Val() }
+
+	if got := land(time.Minute); got != 1 || pttl() < 59*time.Second {
+		t.Fatalf("first write: reply %d, PTTL %v; want 1 and about a minute", got, pttl())
+	}
+	if got := land(time.Hour); got != 1 || pttl() < 59*time.Minute {
+		t.Fatalf("a longer write: reply %d, PTTL %v; want 1 and about an hour", got, pttl())
+	}
+	// The first write's copy lands late, after the longer one: it changes nothing.
+	if got := land(time.Minute); got != 0 || pttl() < 59*time.Minute {
+		t.Fatalf("late shorter write: reply %d, PTTL %v; want 0 and the hour kept", got, pttl())
+	}
+	if v := rdb.Get(ctx, key).Val(); v != "web-1:42" {
+		t.Fatalf("owner = %q", v)
+	}
+	rdb.Del(ctx, key)
+	if got := land(time.Minute); got != 1 || rdb.Get(ctx, key).Val() != "web-1:42" {
+		t.Fatalf("after the key expired (deleted here): reply %d, want it written again", got)
+	}
+}
