@@ -117,8 +117,8 @@ func (r *runCmd) checkKind(fs *pflag.FlagSet) error {
 			given = append(given, "--"+f)
 		}
 	}
-	if len(given) > 1 {
-		return usage("run", "%s exclude each other: give one. The lock is a Mutex by default, a FairMutex with --fair, an RWMutex with --shared (readers) or --exclusive (the writer), a Semaphore with --permits N --size M", strings.Join(given, " and "))
+	if n := len(given); n > 1 {
+		return usage("run", "%s and %s exclude each other: give one. The lock is a Mutex by default, a FairMutex with --fair, an RWMutex with --shared (readers) or --exclusive (the writer), a Semaphore with --permits N --size M", strings.Join(given[:n-1], ", "), given[n-1])
 	}
 	switch {
 	case !fs.Changed("permits") && !fs.Changed("size"):
@@ -179,21 +179,25 @@ func cmdRun(c *cli, args []string) error {
 		return err
 	}
 	status, lost := superviseChild(c, ch, lease, sigs, grace, name)
-	if !lost {
-		uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
-		err := lease.Unlock(uctx)
-		cancel()
-		switch {
-		case errors.Is(err, dlock.ErrLost):
-			// The lease had ended before the command did, without dlock noticing in time:
-			// the command's work may have overlapped another holder's.
-			return fail(exitLost, "the lock %q was lost before the command finished (%s); its work may have overlapped another holder's", name, status)
-		case err != nil:
-			fmt.Fprintf(c.stderr, "dlock run: warning: could not release %q: %s\n", name, explainRedis(err))
-		}
-	}
 	if lost {
 		return fail(exitLost, "the command was stopped because the lock %q was lost (%s); its work may have overlapped another holder's", name, status)
+	}
+	return release(c, lease, name, status)
+}
+
+// release unlocks the lease after the command exited with status, and returns dlock's
+// exit: the command's, or exitLost if the lease had ended before the command did.
+func release(c *cli, lease *dlock.Lease, name string, status childStatus) error {
+	uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
+	err := lease.Unlock(uctx)
+	cancel()
+	switch {
+	case errors.Is(err, dlock.ErrLost):
+		// The lease had ended before the command did, without dlock noticing in time:
+		// the command's work may have overlapped another holder's.
+		return fail(exitLost, "the lock %q was lost before the command finished (%s); its work may have overlapped another holder's", name, status)
+	case err != nil:
+		fmt.Fprintf(c.stderr, "dlock run: warning: could not release %q: %s\n", name, explainRedis(err))
 	}
 	return exitWith(status.code())
 }

@@ -5,12 +5,38 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
+
+// TestRunKindUsageErrors: the flags that choose the kind of lock exclude each other, and
+// a Semaphore's permits are checked, before any server is contacted.
+func TestRunKindUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--shared", "--permits", "2", "--size", "3"}, "--shared and --permits exclude each other"},
+		{[]string{"-s", "--fair"}, "--shared and --fair exclude each other"},
+		{[]string{"--exclusive", "--shared"}, "--shared and --exclusive exclude each other"},
+		{[]string{"-x", "--size", "2", "--fair"}, "--exclusive, --size and --fair exclude each other"},
+		{[]string{"--permits", "2"}, "--permits needs --size"},
+		{[]string{"--permits", "3", "--size", "2"}, "--permits 3: take from 1 to --size (2)"},
+		{[]string{"--permits", "0", "--size", "2"}, "--permits 0: take from 1"},
+		{[]string{"--permits=x", "--size", "2"}, `invalid argument "x" for "--permits" flag`},
+	} {
+		args := append(append([]string{"run"}, tt.flags...), "job", "--", "true")
+		t.Run(strings.Join(tt.flags, " "), func(t *testing.T) {
+			t.Parallel()
+			expectUsage(t, args, tt.want)
+		})
+	}
+}
 
 // gates hold commands run by dlock until the test lets them go: each says it is in by
 // creating a file, and exits when the test creates another.

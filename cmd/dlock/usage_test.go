@@ -27,14 +27,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--fair", "--redis", "redis://a:1", "--redis", "redis://b:1", "--redis", "redis://c:1", "job", "--", "true"}, "--fair needs one Redis deployment"},
 		{[]string{"run", "--nope", "job", "--", "true"}, "unknown flag: --nope"},
 		{[]string{"run", "-nope", "job", "--", "true"}, "unknown shorthand flag: 'n' in -nope"},
-		{[]string{"run", "--shared", "--permits", "2", "--size", "3", "job", "--", "true"}, "--shared and --permits exclude each other"},
-		{[]string{"run", "-s", "--fair", "job", "--", "true"}, "--shared and --fair exclude each other"},
-		{[]string{"run", "--exclusive", "--shared", "job", "--", "true"}, "--shared and --exclusive exclude each other"},
-		{[]string{"run", "--size", "2", "--fair", "job", "--", "true"}, "--size and --fair exclude each other"},
-		{[]string{"run", "--permits", "2", "job", "--", "true"}, "--permits needs --size"},
-		{[]string{"run", "--permits", "3", "--size", "2", "job", "--", "true"}, "--permits 3: take from 1 to --size (2)"},
-		{[]string{"run", "--permits", "0", "--size", "2", "job", "--", "true"}, "--permits 0: take from 1"},
-		{[]string{"run", "--permits=x", "--size", "2", "job", "--", "true"}, `invalid argument "x" for "--permits" flag`},
 		{[]string{"run", "--ttl"}, "flag needs an argument: --ttl"},
 		{[]string{"run", "-w"}, "flag needs an argument: 'w' in -w"},
 		{[]string{"run", "a}b", "--", "true"}, "hash tag"},
@@ -68,12 +60,19 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
-			r := runBin(t, []string{"DLOCK_REDIS=redis://127.0.0.1:1"}, tt.args...)
-			expect(t, r, exitUsage, tt.want)
-			if tt.args != nil && tt.args[0] != "frobnicate" && !strings.Contains(r.stderr, "dlock help") {
-				t.Errorf("the message does not point to the help: %v", r)
-			}
+			expectUsage(t, tt.args, tt.want)
 		})
+	}
+}
+
+// expectUsage runs dlock with args (with an unreachable server) and checks that it exits
+// 2 with want in its message, which points to the help.
+func expectUsage(t *testing.T, args []string, want string) {
+	t.Helper()
+	r := runBin(t, []string{"DLOCK_REDIS=redis://127.0.0.1:1"}, args...)
+	expect(t, r, exitUsage, want)
+	if args != nil && args[0] != "frobnicate" && !strings.Contains(r.stderr, "dlock help") {
+		t.Errorf("the message does not point to the help: %v", r)
 	}
 }
 
