@@ -128,6 +128,11 @@ func (w *waitFlag) Set(s string) error {
 	return nil
 }
 
+// Flags go through spf13/pflag for the GNU syntax (long and short forms, --flag=value,
+// errors that name the flag as typed). Not cobra: what it adds is a command tree, help
+// and usage generated from the flags, which dlock has already as a table (main.go) and
+// hand-written help (help.go), a reference that README.md copies.
+
 // newFlagSet returns a flag set that reports nothing itself: parseArgs does.
 func newFlagSet(cmd string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("dlock "+cmd, pflag.ContinueOnError)
