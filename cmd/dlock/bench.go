@@ -5,13 +5,14 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os/signal"
 	"slices"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
@@ -27,7 +28,7 @@ type benchCmd struct {
 	json       bool
 }
 
-func (bc *benchCmd) flagSet() *flag.FlagSet {
+func (bc *benchCmd) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("bench")
 	bc.sf.register(fs)
 	fs.IntVar(&bc.goroutines, "goroutines", 8, "goroutines in all")
@@ -35,7 +36,7 @@ func (bc *benchCmd) flagSet() *flag.FlagSet {
 	fs.DurationVar(&bc.hold, "hold", time.Millisecond, "critical section")
 	fs.DurationVar(&bc.duration, "duration", 5*time.Second, "per measurement")
 	fs.StringVar(&bc.kind, "kind", "mutex", "mutex or fair")
-	fs.BoolVar(&bc.json, "json", false, "print JSON")
+	fs.BoolVarP(&bc.json, "json", "j", false, "print JSON")
 	return fs
 }
 

@@ -116,6 +116,11 @@ func (bw *benchWorker) measure(client *dlock.Client) benchReport {
 	return report
 }
 
+// locker is what a worker locks: a Mutex or a FairMutex.
+type locker interface {
+	Lock(ctx context.Context) (*dlock.Lease, error)
+}
+
 // benchHotName is the name of the hot lock of a run.
 func benchHotName(run string) string { return "bench:" + run + ":hot" }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os/signal"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 )
 
 // The flash sale: buyer processes race for a stock kept in Redis, in three rounds:
@@ -33,7 +33,7 @@ type demoCmd struct {
 	stock  int
 }
 
-func (dc *demoCmd) flagSet() *flag.FlagSet {
+func (dc *demoCmd) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("demo")
 	dc.sf.register(fs)
 	fs.IntVar(&dc.buyers, "buyers", 8, "buyer processes")

@@ -168,7 +168,7 @@ func (p *problem) advice() string {
 
 // cliTerms are the CLI's words for what the library's advice points to.
 var cliTerms = engine.Terms{
-	Credentials: "the --redis URL or DLOCK_REDIS",
+	Credentials: "the --redis URL, DLOCK_REDIS or REDIS_URL",
 	Prefix:      "--prefix",
 	Permissions: "check its ACL",
 }

@@ -24,7 +24,7 @@ func TestExplainRedis(t *testing.T) {
 		{errors.New("ERR unknown command"), false, "ERR unknown command"},
 		{errors.New("LOADING Redis is loading"), true, "LOADING Redis is loading"},
 		{fmt.Errorf("dial: %w", context.DeadlineExceeded), true, "dial: context deadline exceeded (" + timeoutHint + ")"},
-		{errors.New("WRONGPASS invalid username-password pair"), true, "WRONGPASS invalid username-password pair (the server refused the credentials: check the user and password in the --redis URL or DLOCK_REDIS)"},
+		{errors.New("WRONGPASS invalid username-password pair"), true, "WRONGPASS invalid username-password pair (the server refused the credentials: check the user and password in the --redis URL, DLOCK_REDIS or REDIS_URL)"},
 		{errors.New("ERR invalid password"), true, "(the server refused the credentials"},
 		{errors.New("NOPERM User app has no permissions to run the 'pttl' command"), true, "(the Redis user lacks a permission dlock needs: check its ACL)"},
 		{errors.New("ERR value is not an integer or out of range"), false, "(the lock's fencing counter was overwritten with something else"},

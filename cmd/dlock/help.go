@@ -24,20 +24,24 @@ Commands:
 	}
 	b.WriteString(`
 Flags may come before or after the arguments; 'dlock COMMAND --help' shows a command's.
+Long flags take --name VALUE or --name=VALUE (-name VALUE, as earlier dlocks took it,
+still works); short ones -w 5s or -w5s, and short switches combine (-sv). After --,
+nothing is a flag. 'dlock --version' is 'dlock version'.
 
 Servers (every command):
-  --redis URL   a Redis server: redis://[user:password@]host[:port][/db], or rediss://
+  -r, --redis URL
+                a Redis server: redis://[user:password@]host[:port][/db], or rediss://
                 for TLS; or a master found through its Sentinels:
                 redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
                 (the Sentinels' port is 26379 unless given; rediss+sentinel:// for TLS
                 to the Sentinels and the master). Repeat --redis for a Redlock quorum of
-                independent servers (3 or 5). Default: $DLOCK_REDIS, else
-                redis://127.0.0.1:6379 (demo and bench: an embedded Redis).
+                independent servers (3 or 5). Default: $DLOCK_REDIS, else $REDIS_URL,
+                else redis://127.0.0.1:6379 (demo and bench: an embedded Redis).
                 The user and password are the server's (the master's): a Redis ACL user,
                 or the password alone for the default user. Percent-encode special
                 characters in them. Sentinels that require a password of their own get
                 it from the query: ?sentinel-password=PW (and sentinel-user=USER).
-  --cluster     the URLs are seed nodes of one Redis Cluster (Redis 7 or later)
+  -c, --cluster the URLs are seed nodes of one Redis Cluster (Redis 7 or later)
   --tls-ca FILE the CA certificates (PEM) that sign the servers' certificates; without
                 it, the system's trust store
   --tls-cert FILE, --tls-key FILE
@@ -46,9 +50,10 @@ Servers (every command):
   --tls-server-name NAME
                 the name the servers' certificates must have, if not the URL's host (for
                 a Sentinel URL: the host of each Sentinel, and the master's address)
-  --prefix P    the key namespace (default "dlock:"); "" for bare keys, shared with
+  -p, --prefix P
+                the key namespace (default "dlock:"); "" for bare keys, shared with
                 Redlock clients in other languages
-  --verbose     log what the library does (lost leases, failed renewals) on stderr
+  -v, --verbose log what the library does (lost leases, failed renewals) on stderr
 The --tls-* flags apply to every TLS URL that does not set its own in its query:
 ?tls-ca=FILE&tls-cert=FILE&tls-key=FILE&tls-server-name=NAME. dlock always checks the
 server's certificate: there is no option to turn that off.
@@ -58,7 +63,7 @@ Exit codes:
   0      success
   1      a failure not listed below (a Redis error, the demo's own checks)
   2      bad usage: unknown command or flag, bad URL, TLS file or lock name, or a
-         combination that cannot work (--fair on a quorum)
+         combination that cannot work (--fair on a quorum, --shared with --permits)
   69     Redis cannot be used: unreachable, too slow, no Sentinel names the master, the
          TLS handshake failed (a certificate not trusted, expired or refused), or it
          refused the credentials or a command
@@ -73,6 +78,8 @@ Environment:
   DLOCK_REDIS   server URLs, comma-separated, used when no --redis is given (percent-
                 encode a comma in a password as %2C; the commas between the Sentinels
                 of a Sentinel URL stay as they are)
+  REDIS_URL     one server URL (as many Redis clients and hosting platforms name it),
+                used when neither --redis nor DLOCK_REDIS is given
   DLOCK_NAME    set by 'dlock run' for the command: the lock's name
   DLOCK_TOKEN   set by 'dlock run' for the command: the fencing token, a decimal integer
                 larger than that of every earlier holder of the lock. Give it to the
@@ -83,8 +90,8 @@ Environment:
 	return b.String()
 }
 
-const serverFlagsHelp = `  --redis URL, --cluster, --tls-ca FILE, --tls-cert FILE, --tls-key FILE,
-  --tls-server-name NAME, --prefix P, --verbose
+const serverFlagsHelp = `  -r, --redis URL, -c, --cluster, --tls-ca FILE, --tls-cert FILE, --tls-key FILE,
+  --tls-server-name NAME, -p, --prefix P, -v, --verbose
                  the servers and the key namespace: see 'dlock help'
 `
 
@@ -92,7 +99,9 @@ const runSummary = "run a command while holding a lock: dlock run [flags] NAME -
 
 const runHelp = `Usage: dlock run [flags] NAME -- CMD [ARGS...]
 
-Runs CMD while holding the lock NAME (a dlock Mutex), like flock(1) across machines:
+Runs CMD while holding the lock NAME, like flock(1) across machines. The lock is a dlock
+Mutex or, as one of --fair, --shared, --exclusive and --permits chooses, a FairMutex,
+either side of an RWMutex, or permits of a Semaphore. dlock run:
   - takes the lock, waiting up to --wait (by default it makes one attempt);
   - runs CMD with DLOCK_NAME (the lock's name) and DLOCK_TOKEN (the fencing token) in
     its environment;
@@ -117,16 +126,30 @@ If dlock itself is killed with SIGKILL, CMD goes on without the lock, which expi
 --ttl. Use fencing tokens (DLOCK_TOKEN) where that matters.
 
 Flags:
-  --ttl D        lease length, renewed every TTL/3 (default 30s, at least 10ms); also how
+  -t, --ttl D    lease length, renewed every TTL/3 (default 30s, at least 10ms); also how
                  long a crashed holder keeps the others out
-  --wait D       how long to wait for the lock (default 0: one attempt, no waiting);
-                 "forever" waits without limit. Waiting does not poll: dlock wakes when
-                 the holder releases or its lease runs out
+  -w, --wait D   how long to wait for the lock. The default is one attempt, no waiting
+                 (0), where flock, consul lock and etcdctl lock wait: a job that finds
+                 the lock taken exits 75 at once. "forever" waits without limit.
+                 Waiting does not poll: dlock wakes when the holder releases or its
+                 lease runs out
   --grace D      after the lock is lost, the time between SIGTERM and SIGKILL (default
                  10s; at most half of --ttl)
   --fair         take the lock in request order across all processes (a FairMutex);
                  with --wait 0 it is taken only if it is free and no one waits. Needs
                  one deployment (a server or a Cluster), not a quorum
+  -s, --shared   take the read side of an RWMutex (flock -s): any number of --shared
+                 holders run at once, and none while an --exclusive one does. A writer
+                 that waits keeps new readers out, so that readers cannot starve it
+  -x, --exclusive
+                 take the write side of the RWMutex (flock -x): alone, with no --shared
+                 holder. A plain 'dlock run NAME' (a Mutex) keeps readers out too, but
+                 does not wait for those that hold the lock: with readers, use this
+  --permits N, --size M
+                 take N permits of a Semaphore of M permits: up to M are held at once,
+                 as 'consul lock -n M' allows M holders (each of them takes --permits 1,
+                 which --size alone means). Every holder must give the same --size: it
+                 is not stored in Redis
   --foreground   keep CMD in dlock's process group, with the terminal (see above)
 ` + serverFlagsHelp + `
 Exit codes: CMD's own; 128+N if CMD died from signal N; 70 the lock was lost; 75 not
@@ -136,6 +159,9 @@ acquired in time; 69 Redis cannot be used; 126 CMD cannot be executed; 127 CMD n
 Examples:
   dlock run nightly-report -- ./report.sh --full
   dlock run --wait 5m --ttl 1m deploy -- make deploy
+  dlock run -s -w 1m config -- ./read-config.sh
+  dlock run -x -w 1m config -- ./rewrite-config.sh
+  dlock run --permits 1 --size 4 -w forever encoder -- ./encode.sh
   DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run cron:cleanup -- ./cleanup
   dlock run --redis redis+sentinel://app:secret@s1,s2,s3/mymaster backup -- ./backup.sh
 `
@@ -147,6 +173,9 @@ const statusColumns = `  KIND     the kind of lock (see Kinds below); for a key 
   HOLDER   the holder's token (of a mutex, a FairMutex, an RWMutex's writer): the lock
            key's value, 128 random bits, new for every acquisition; "-" when the lock is
            free, or held by readers or by Semaphore holders
+  OWNER    the name of the Client that holds it (dlock's WithOwner; by default
+           host:pid); for readers and Semaphore holders each owner once, comma-
+           separated; "-" when free or not known (a holder written by another library)
   FENCE    the fencing counter: the fencing token of the latest acquisition
   TTL      how long the hold has left: the holder's lease, "no expiry" if the key has
            none; an RWMutex held by readers: until the last reader's lease ends; a
@@ -185,10 +214,11 @@ Shows each lock NAME, free or held:
 On a quorum there is one row per server (NODE).
 
 Flags:
-  --json   print a JSON array, one object per lock (per lock and server on a quorum):
+  -j, --json
+           print a JSON array, one object per lock (per lock and server on a quorum):
            name, key, node (quorum only), held (someone holds the lock: its key exists;
            an RWMutex: a writer or a live reader; a Semaphore: a live holder), kind and
-           holder (absent when free), fence (0 before the first acquisition), ttl_ms
+           holder (absent when free), owner (as OWNER; absent when not known), fence (0 before the first acquisition), ttl_ms
            (null when free, -1 without expiry), waiters; for an RWMutex also mode,
            readers, writers_waiting; for a Semaphore holders, permits_in_use, queue; for
            a FairMutex (and a free lock with a queue) queue: the live queue entries
@@ -214,7 +244,8 @@ it by its readers set, with a second SCAN (a third when PATTERN is not *).
 Columns:
 ` + statusColumns + `
 Flags:
-  --json   print a JSON array, as 'dlock status --json' does
+  -j, --json
+           print a JSON array, as 'dlock status --json' does
 ` + serverFlagsHelp + `
 Example:
   dlock list 'cron:*'
@@ -225,15 +256,15 @@ const topSummary = "a live view of the locks under the prefix: dlock top [flags]
 const topCmdHelp = `Usage: dlock top [flags] [PATTERN]
 
 A live view of the locks whose names match PATTERN (default *), found and read as
-'dlock list' finds and reads them, with its columns ('dlock help list'). It changes
+'dlock list' finds and reads them, with its columns (below). It changes
 nothing. It reads them again every --interval and shows them on the terminal's alternate
 screen:
   - most WAITERS first; then the hold that ends soonest (TTL; a hold without expiry
     after those); then by NAME. On a quorum, the rows of a lock stay together;
   - the header names the servers, the pattern, the number of locks and the time of the
     latest refresh;
-  - a table wider than the terminal shortens HOLDER, then NAME (an ellipsis marks the
-    cut), then is cut at the right; the rows that do not fit are counted in a last line,
+  - a table wider than the terminal shortens HOLDER, then OWNER, then NAME (an
+    ellipsis marks the cut), then is cut at the right; the rows that do not fit are counted in a last line,
     "+N more".
 When a refresh fails (a server went away or does not answer within 5s), the second line
 says why; the rows of the latest refresh that worked stay, and top tries again at every
@@ -244,8 +275,11 @@ With --once, or when stdout is not a terminal (a pipe, a file), top prints one v
 full (no truncation, no control codes), and exits: 0, or as 'dlock list' does when Redis
 cannot be used. Servers that cannot be used at the start end top as any command: 69.
 
+Columns:
+` + statusColumns + `
 Flags:
-  --interval D  the time between refreshes (default 1s, at least 100ms)
+  -i, --interval D
+                the time between refreshes (default 1s, at least 100ms)
   --once        print one view and exit
 ` + serverFlagsHelp + `
 Examples:
@@ -288,9 +322,10 @@ at once, and only fencing tokens protect your data. That is why unlock refuses w
 --force. To release a lock you hold, let its holder finish.
 
 Flags:
-  --force    required: the holder is gone, or must be stopped
+  -f, --force
+             required: the holder is gone, or must be stopped
   --readers  also remove the readers of an RWMutex
-  --json     print a JSON array, one object per lock (per lock and server on a quorum):
+  -j, --json print a JSON array, one object per lock (per lock and server on a quorum):
              name, key, node (quorum only), removed, kind, holder, ttl_ms; for an
              RWMutex also readers (the live readers found) and readers_removed; for a
              Semaphore holders and permits_in_use (what was removed); for a FairMutex
@@ -359,7 +394,7 @@ Flags:
   --duration D     how long each measurement runs (default 5s, at least 50ms)
   --kind K         mutex (default), or fair (FairMutex: strict order, no local queue;
                    one deployment only)
-  --json           print the results as one JSON object: servers, kind, goroutines,
+  -j, --json       print the results as one JSON object: servers, kind, goroutines,
                    processes, hold_ms, duration_ms, embedded, uncontended {ops,
                    ops_per_sec}, contended {handoffs, handoffs_per_sec, wait_p50_ms,
                    wait_p99_ms, wait_max_ms, utilisation, histogram [{le_ms, count}]}
@@ -370,7 +405,7 @@ Example:
 
 const versionSummary = "print dlock's version"
 
-const versionHelp = `Usage: dlock version
+const versionHelp = `Usage: dlock version, or dlock --version
 
 Prints dlock's version as the build recorded it: the module version for 'go install
 github.com/seed51c676c8/dlock/cmd/dlock@VERSION' (for a build from a git checkout, a

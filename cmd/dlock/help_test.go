@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/engine"
@@ -48,9 +49,13 @@ func TestHelpNamesEveryFlag(t *testing.T) {
 		if c.flags == nil {
 			continue
 		}
-		c.flags().VisitAll(func(f *flag.Flag) {
-			if !strings.Contains(c.help, "--"+f.Name) {
-				t.Errorf("the help of %s does not mention --%s", c.name, f.Name)
+		c.flags().VisitAll(func(f *pflag.Flag) {
+			name := "--" + f.Name
+			if f.Shorthand != "" {
+				name = "-" + f.Shorthand + ", " + name
+			}
+			if !strings.Contains(c.help, name) {
+				t.Errorf("the help of %s does not mention %s", c.name, name)
 			}
 		})
 	}
@@ -78,7 +83,7 @@ func TestREADMEHasHelp(t *testing.T) {
 // TestHelpStatesLibraryDefaults: the help states the library's defaults as they are.
 func TestHelpStatesLibraryDefaults(t *testing.T) {
 	for text, want := range map[string]string{
-		topHelp(): fmt.Sprintf("--prefix P    the key namespace (default %q)", engine.DefaultPrefix),
+		topHelp(): fmt.Sprintf("-p, --prefix P\n                the key namespace (default %q)", engine.DefaultPrefix),
 		runHelp:   fmt.Sprintf("(default %v, at least %v)", dlock.DefaultTTL, dlock.MinTTL),
 	} {
 		if !strings.Contains(text, want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ type lockInfo struct {
 	Held    bool   `json:"held"`             // someone holds the lock (for a mutex: its key exists)
 	Kind    string `json:"kind,omitempty"`   // mutex, fair, rw, semaphore, or the Redis type of a key dlock does not know
 	Holder  string `json:"holder,omitempty"` // the holder's (rw: the writer's) token, for the kinds that have one
+	Owner   string `json:"owner,omitempty"`  // the holders' owners (dlock.Holder.Owner), each once, comma-separated; absent when none is known
 	Fence   uint64 `json:"fence"`            // the fencing counter: the latest fencing token
 	TTLms   *int64 `json:"ttl_ms"`           // milliseconds left; -1 without expiry; null when free
 	Waiters int64  `json:"waiters"`          // subscribed processes, or live queue entries (fair, semaphore)
@@ -95,6 +97,7 @@ func foreignLock(ctx context.Context, n node, key string, err error) (lockInfo, 
 func nodeLockInfo(n dlock.NodeInfo, quorum bool) lockInfo {
 	info := lockInfo{Kind: kindOf(n.Kind), Fence: n.Fence, Held: len(n.Holders) > 0, TTLms: holdLeft(n)}
 	var readers, holders, permits int64
+	info.Owner = owners(n.Holders)
 	for _, h := range n.Holders {
 		switch {
 		case h.Reader:
@@ -134,6 +137,19 @@ func nodeLockInfo(n dlock.NodeInfo, quorum bool) lockInfo {
 		info.Waiters = *info.Queue
 	}
 	return info
+}
+
+// owners are the owners of the holders that name one, each once, in the holders' order,
+// separated by commas: a Mutex has one holder, an RWMutex's readers and a Semaphore's
+// holders may come from several Clients.
+func owners(hs []dlock.Holder) string {
+	var names []string
+	for _, h := range hs {
+		if h.Owner != "" && !slices.Contains(names, h.Owner) {
+			names = append(names, h.Owner)
+		}
+	}
+	return strings.Join(names, ",")
 }
 
 // holdLeft is what the hold has left in ms: the string lock key's (the holder's or the

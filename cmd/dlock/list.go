@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
@@ -42,7 +42,7 @@ func cmdList(c *cli, args []string) error {
 
 // patternArg parses the command line of list and top: flags, and at most one pattern,
 // "*" when none is given.
-func patternArg(fs *flag.FlagSet, cmd string, args []string) (string, error) {
+func patternArg(fs *pflag.FlagSet, cmd string, args []string) (string, error) {
 	pos, rest, _, err := parseArgs(fs, cmd, args, -1)
 	if err != nil {
 		return "", err

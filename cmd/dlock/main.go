@@ -15,12 +15,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 )
 
 // command is one subcommand of dlock.
@@ -30,7 +30,7 @@ type command struct {
 	help    string // 'dlock help NAME'
 	hidden  bool   // internal: worker processes of demo and bench
 	// flags returns a fresh flag set of the command, for the tests that check the help.
-	flags func() *flag.FlagSet
+	flags func() *pflag.FlagSet
 	run   func(c *cli, args []string) error
 }
 
@@ -40,14 +40,14 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "run", summary: runSummary, help: runHelp, flags: func() *flag.FlagSet { return new(runCmd).flagSet() }, run: cmdRun},
-		{name: "status", summary: statusSummary, help: statusHelp, flags: func() *flag.FlagSet { return new(inspectCmd).flagSet("status") }, run: cmdStatus},
-		{name: "list", summary: listSummary, help: listHelp, flags: func() *flag.FlagSet { return new(inspectCmd).flagSet("list") }, run: cmdList},
-		{name: "top", summary: topSummary, help: topCmdHelp, flags: func() *flag.FlagSet { return new(topCmd).flagSet() }, run: cmdTop},
-		{name: "unlock", summary: unlockSummary, help: unlockHelp, flags: func() *flag.FlagSet { return new(unlockCmd).flagSet() }, run: cmdUnlock},
-		{name: "demo", summary: demoSummary, help: demoHelp, flags: func() *flag.FlagSet { return new(demoCmd).flagSet() }, run: cmdDemo},
-		{name: "bench", summary: benchSummary, help: benchHelp, flags: func() *flag.FlagSet { return new(benchCmd).flagSet() }, run: cmdBench},
-		{name: "version", summary: versionSummary, help: versionHelp, flags: func() *flag.FlagSet { return newFlagSet("version") }, run: cmdVersion},
+		{name: "run", summary: runSummary, help: runHelp, flags: func() *pflag.FlagSet { return new(runCmd).flagSet() }, run: cmdRun},
+		{name: "status", summary: statusSummary, help: statusHelp, flags: func() *pflag.FlagSet { return new(inspectCmd).flagSet("status") }, run: cmdStatus},
+		{name: "list", summary: listSummary, help: listHelp, flags: func() *pflag.FlagSet { return new(inspectCmd).flagSet("list") }, run: cmdList},
+		{name: "top", summary: topSummary, help: topCmdHelp, flags: func() *pflag.FlagSet { return new(topCmd).flagSet() }, run: cmdTop},
+		{name: "unlock", summary: unlockSummary, help: unlockHelp, flags: func() *pflag.FlagSet { return new(unlockCmd).flagSet() }, run: cmdUnlock},
+		{name: "demo", summary: demoSummary, help: demoHelp, flags: func() *pflag.FlagSet { return new(demoCmd).flagSet() }, run: cmdDemo},
+		{name: "bench", summary: benchSummary, help: benchHelp, flags: func() *pflag.FlagSet { return new(benchCmd).flagSet() }, run: cmdBench},
+		{name: "version", summary: versionSummary, help: versionHelp, flags: func() *pflag.FlagSet { return newFlagSet("version") }, run: cmdVersion},
 		{name: "help", summary: helpSummary, help: helpHelp, run: cmdHelp},
 		{name: demoBuyerCommand, hidden: true, run: cmdDemoBuyer},
 		{name: benchWorkerCommand, hidden: true, run: cmdBenchWorker},
@@ -83,6 +83,7 @@ func (c *cli) main(args []string) int {
 	redis.SetLogger(redisLogger{}) // --verbose turns it on, through the redactor
 	// Learn every secret before anything can be printed: the URLs in the environment and
 	// anything on the command line that looks like one, wherever it is.
+	c.red.addURL(strings.TrimSpace(c.getenv("REDIS_URL"))) // one URL: commas are its own
 	for _, env := range []string{"DLOCK_REDIS", workerServersEnv} {
 		for _, u := range strings.FieldsFunc(c.getenv(env), func(r rune) bool { return r == ',' || r == '\n' }) {
 			c.red.addURL(u)
@@ -104,6 +105,8 @@ func (c *cli) main(args []string) int {
 	switch name {
 	case "-h", "-help", "--help":
 		name = "help"
+	case "--version", "-version":
+		name = "version"
 	}
 	cmd := lookup(name)
 	if cmd == nil {

@@ -73,14 +73,15 @@ type proc struct {
 	cancel         context.CancelFunc
 }
 
-// testEnv is the environment of every run: the test's, without DLOCK_ variables, plus env.
+// testEnv is the environment of every run: the test's, without DLOCK_ variables and
+// REDIS_URL (which would name a server the test did not choose), plus env.
 // A race-enabled binary would sleep a second at exit (GORACE atexit_sleep_ms): not here.
 func testEnv(env []string) []string {
 	var out []string
 	gorace := "atexit_sleep_ms=0"
 	for _, kv := range os.Environ() {
 		switch {
-		case strings.HasPrefix(kv, "DLOCK_"):
+		case strings.HasPrefix(kv, "DLOCK_"), strings.HasPrefix(kv, "REDIS_URL="):
 		case strings.HasPrefix(kv, "GORACE="):
 			gorace = strings.TrimPrefix(kv, "GORACE=") + " " + gorace
 		default:

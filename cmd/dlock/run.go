@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/engine"
@@ -21,61 +23,123 @@ type runCmd struct {
 	wait       waitFlag
 	grace      time.Duration
 	fair       bool
+	shared     bool
+	exclusive  bool
+	permits    int64
+	size       int64
 	foreground bool
 }
 
-func (r *runCmd) flagSet() *flag.FlagSet {
+func (r *runCmd) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("run")
 	r.sf.register(fs)
-	fs.DurationVar(&r.ttl, "ttl", dlock.DefaultTTL, "lease length")
-	fs.Var(&r.wait, "wait", "how long to wait for the lock")
+	fs.DurationVarP(&r.ttl, "ttl", "t", dlock.DefaultTTL, "lease length")
+	fs.VarP(&r.wait, "wait", "w", "how long to wait for the lock")
 	fs.DurationVar(&r.grace, "grace", 10*time.Second, "SIGTERM to SIGKILL after a lost lock")
 	fs.BoolVar(&r.fair, "fair", false, "FairMutex")
+	// -s and -x as flock(1) names its shared and exclusive locks.
+	fs.BoolVarP(&r.shared, "shared", "s", false, "the read side of an RWMutex")
+	fs.BoolVarP(&r.exclusive, "exclusive", "x", false, "the write side of an RWMutex")
+	fs.Int64Var(&r.permits, "permits", 0, "permits of a Semaphore")
+	fs.Int64Var(&r.size, "size", 0, "the Semaphore's size")
 	fs.BoolVar(&r.foreground, "foreground", false, "keep the command in dlock's process group")
 	return fs
 }
 
-// locker is what run needs of a lock: a Mutex or a FairMutex.
-type locker interface {
-	Lock(ctx context.Context) (*dlock.Lease, error)
-	TryLock(ctx context.Context) (*dlock.Lease, error)
+// acquirer is what run needs of a lock, whichever kind: one attempt, or a wait until ctx
+// is done.
+type acquirer struct {
+	lock, try func(ctx context.Context) (*dlock.Lease, error)
 }
 
-// newLocker returns the lock run takes.
-func (r *runCmd) newLocker(client *dlock.Client, name string) locker {
-	if r.fair {
-		return client.FairMutex(name, dlock.TTL(r.ttl))
+// newAcquirer returns the lock run takes: a Mutex, or what --fair, --shared, --exclusive
+// or --permits/--size ask for.
+func (r *runCmd) newAcquirer(client *dlock.Client, name string) acquirer {
+	ttl := dlock.TTL(r.ttl)
+	switch {
+	case r.fair:
+		m := client.FairMutex(name, ttl)
+		return acquirer{m.Lock, m.TryLock}
+	case r.shared:
+		rw := client.RWMutex(name, ttl)
+		return acquirer{rw.RLock, rw.TryRLock}
+	case r.exclusive:
+		rw := client.RWMutex(name, ttl)
+		return acquirer{rw.Lock, rw.TryLock}
+	case r.size > 0:
+		s := client.Semaphore(name, r.size, ttl)
+		return acquirer{
+			func(ctx context.Context) (*dlock.Lease, error) { return s.Acquire(ctx, r.permits) },
+			func(ctx context.Context) (*dlock.Lease, error) { return s.TryAcquire(ctx, r.permits) },
+		}
 	}
-	return client.Mutex(name, dlock.TTL(r.ttl))
+	m := client.Mutex(name, ttl)
+	return acquirer{m.Lock, m.TryLock}
 }
 
 // errFairQuorum refuses --fair on a quorum.
 const errFairQuorum = "--fair needs one Redis deployment (a server or a Cluster): the independent servers of a quorum cannot agree on one queue order; drop --fair, or give one server"
 
-func cmdRun(c *cli, args []string) error {
-	r := new(runCmd)
+// parse reads the command line of run: the lock's name and the command, checked.
+func (r *runCmd) parse(args []string) (name string, command []string, err error) {
 	fs := r.flagSet()
 	pos, command, dash, err := parseArgs(fs, "run", args, 1)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	switch {
 	case len(pos) == 0:
-		return usage("run", "give the lock's name and the command: dlock run [flags] NAME -- CMD [ARGS...]")
+		return "", nil, usage("run", "give the lock's name and the command: dlock run [flags] NAME -- CMD [ARGS...]")
 	case !dash:
-		return usage("run", "put -- between the lock's name and the command: dlock run [flags] NAME -- CMD [ARGS...]")
+		return "", nil, usage("run", "put -- between the lock's name and the command: dlock run [flags] NAME -- CMD [ARGS...]")
 	case len(command) == 0:
-		return usage("run", "give the command to run after --: dlock run [flags] NAME -- CMD [ARGS...]")
+		return "", nil, usage("run", "give the command to run after --: dlock run [flags] NAME -- CMD [ARGS...]")
 	case r.ttl < dlock.MinTTL:
-		return usage("run", "--ttl %v is too short: a lease must last at least %v", r.ttl, dlock.MinTTL)
+		return "", nil, usage("run", "--ttl %v is too short: a lease must last at least %v", r.ttl, dlock.MinTTL)
 	case r.grace < 0:
-		return usage("run", "--grace must not be negative")
+		return "", nil, usage("run", "--grace must not be negative")
 	}
-	name := pos[0]
-	keys, err := keyspace.For(r.sf.prefix, name)
+	if err := r.checkKind(fs); err != nil {
+		return "", nil, err
+	}
+	if _, err := keyspace.For(r.sf.prefix, pos[0]); err != nil {
+		return "", nil, usage("run", "%v", err)
+	}
+	return pos[0], command, nil
+}
+
+// checkKind checks the flags that choose the kind of lock: at most one kind, and for a
+// Semaphore permits between 1 and its size (--size alone takes 1 permit).
+func (r *runCmd) checkKind(fs *pflag.FlagSet) error {
+	var given []string
+	for _, f := range []string{"shared", "exclusive", "permits", "size", "fair"} {
+		if fs.Changed(f) && (f != "size" || !fs.Changed("permits")) {
+			given = append(given, "--"+f)
+		}
+	}
+	if n := len(given); n > 1 {
+		return usage("run", "%s and %s exclude each other: give one. The lock is a Mutex by default, a FairMutex with --fair, an RWMutex with --shared (readers) or --exclusive (the writer), a Semaphore with --permits N --size M", strings.Join(given[:n-1], ", "), given[n-1])
+	}
+	switch {
+	case !fs.Changed("permits") && !fs.Changed("size"):
+		return nil
+	case r.size < 1:
+		return usage("run", "--permits needs --size M, the Semaphore's size (at least 1): it is not stored in Redis, and every holder must give the same")
+	case !fs.Changed("permits"):
+		r.permits = 1
+	case r.permits < 1 || r.permits > r.size:
+		return usage("run", "--permits %d: take from 1 to --size (%d) permits", r.permits, r.size)
+	}
+	return nil
+}
+
+func cmdRun(c *cli, args []string) error {
+	r := new(runCmd)
+	name, command, err := r.parse(args)
 	if err != nil {
-		return usage("run", "%v", err)
+		return err
 	}
+	keys, _ := keyspace.For(r.sf.prefix, name) // checked by parse
 	grace := min(r.grace, r.ttl/2)
 
 	// Signals are caught from here on: before the child exists they end the wait.
@@ -115,21 +179,25 @@ func cmdRun(c *cli, args []string) error {
 		return err
 	}
 	status, lost := superviseChild(c, ch, lease, sigs, grace, name)
-	if !lost {
-		uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
-		err := lease.Unlock(uctx)
-		cancel()
-		switch {
-		case errors.Is(err, dlock.ErrLost):
-			// The lease had ended before the command did, without dlock noticing in time:
-			// the command's work may have overlapped another holder's.
-			return fail(exitLost, "the lock %q was lost before the command finished (%s); its work may have overlapped another holder's", name, status)
-		case err != nil:
-			fmt.Fprintf(c.stderr, "dlock run: warning: could not release %q: %s\n", name, explainRedis(err))
-		}
-	}
 	if lost {
 		return fail(exitLost, "the command was stopped because the lock %q was lost (%s); its work may have overlapped another holder's", name, status)
+	}
+	return release(c, lease, name, status)
+}
+
+// release unlocks the lease after the command exited with status, and returns dlock's
+// exit: the command's, or exitLost if the lease had ended before the command did.
+func release(c *cli, lease *dlock.Lease, name string, status childStatus) error {
+	uctx, cancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
+	err := lease.Unlock(uctx)
+	cancel()
+	switch {
+	case errors.Is(err, dlock.ErrLost):
+		// The lease had ended before the command did, without dlock noticing in time:
+		// the command's work may have overlapped another holder's.
+		return fail(exitLost, "the lock %q was lost before the command finished (%s); its work may have overlapped another holder's", name, status)
+	case err != nil:
+		fmt.Fprintf(c.stderr, "dlock run: warning: could not release %q: %s\n", name, explainRedis(err))
 	}
 	return exitWith(status.code())
 }
@@ -137,7 +205,7 @@ func cmdRun(c *cli, args []string) error {
 // acquire takes the lock: TryLock for --wait 0, else Lock bounded by --wait. A signal
 // ends the wait.
 func (r *runCmd) acquire(ctx context.Context, client *dlock.Client, name string, sigs <-chan os.Signal) (*dlock.Lease, error) {
-	l := r.newLocker(client, name)
+	l := r.newAcquirer(client, name)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -149,12 +217,12 @@ func (r *runCmd) acquire(ctx context.Context, client *dlock.Client, name string,
 		var res result
 		switch {
 		case !r.wait.forever && r.wait.d == 0:
-			res.lease, res.err = l.TryLock(ctx)
+			res.lease, res.err = l.try(ctx)
 		case r.wait.forever:
-			res.lease, res.err = l.Lock(ctx)
+			res.lease, res.err = l.lock(ctx)
 		default:
 			wctx, wcancel := context.WithTimeout(ctx, r.wait.d)
-			res.lease, res.err = l.Lock(wctx)
+			res.lease, res.err = l.lock(wctx)
 			wcancel()
 		}
 		done <- res
@@ -214,9 +282,24 @@ func (r *runCmd) notAcquired(c *cli, d *deployment, keys keyspace.Keys, name str
 			how = fmt.Sprintf("within --wait %v", r.wait.d)
 			hint = "try again later, or wait longer with --wait"
 		}
-		return fail(exitNotAcquired, "the lock %q is held by another process%s; not acquired %s: %s", name, held, how, hint)
+		return fail(exitNotAcquired, "%s; not acquired %s: %s", r.heldBy(name, held), how, hint)
 	}
 	return redisFailure(fmt.Sprintf("cannot take the lock %q", name), err)
+}
+
+// heldBy says who keeps the lock: held (holderRemaining's text, which reads the lock key
+// alone) describes a Mutex's or a FairMutex's holder; the other kinds are held elsewhere
+// too (readers, permits), so they are only named.
+func (r *runCmd) heldBy(name, held string) string {
+	switch {
+	case r.shared:
+		return fmt.Sprintf("the lock %q is held by a writer, or a writer waits for it (readers wait behind it)", name)
+	case r.exclusive:
+		return fmt.Sprintf("the lock %q is held by readers or a writer", name)
+	case r.size > 0:
+		return fmt.Sprintf("the Semaphore %q has fewer than %d of its %d permits free, or others wait for them first", name, r.permits, r.size)
+	}
+	return fmt.Sprintf("the lock %q is held by another process%s", name, held)
 }
 
 // releaseQuietly unlocks a lease whose command never ran; c may be nil.

@@ -55,7 +55,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"malformed URL", nil, []string{"run", "--redis", rawBad, "job", "--", "true"}, exitUsage, []string{"bad server URL"}},
 		{"malformed URL in DLOCK_REDIS", []string{"DLOCK_REDIS=" + rawBad}, []string{"list"}, exitUsage, []string{"bad server URL"}},
 		{"URL as a lock name", nil, []string{"status", "--redis", good, good}, 0, []string{"NAME"}},
-		{"bad flag", nil, []string{"run", "--redis", good, "--nope", good}, exitUsage, []string{"not defined"}},
+		{"bad flag", nil, []string{"run", "--redis", good, "--nope", good}, exitUsage, []string{"unknown flag"}},
 	}, password, wrong)
 }
 

@@ -68,7 +68,7 @@ func parseServers(urls []string, cluster bool, tf tlsFlags, red *redactor) (*ser
 
 func parseServersRaw(urls []string, cluster bool, tf tlsFlags) (*servers, error) {
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("no Redis server given: use --redis URL or DLOCK_REDIS")
+		return nil, fmt.Errorf("no Redis server given: use --redis URL, DLOCK_REDIS or REDIS_URL")
 	}
 	urls, err := tf.applyTo(urls)
 	if err != nil {

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
@@ -24,10 +24,10 @@ type inspectCmd struct {
 	json bool
 }
 
-func (ic *inspectCmd) flagSet(cmd string) *flag.FlagSet {
+func (ic *inspectCmd) flagSet(cmd string) *pflag.FlagSet {
 	fs := newFlagSet(cmd)
 	ic.sf.register(fs)
-	fs.BoolVar(&ic.json, "json", false, "print JSON")
+	fs.BoolVarP(&ic.json, "json", "j", false, "print JSON")
 	return fs
 }
 
@@ -113,17 +113,18 @@ func (ic *inspectCmd) print(c *cli, d *deployment, infos []lockInfo) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(infos)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(tableHeader(d.quorum()), "\t"))
+	var cells [][]string
+	cells = append(cells, tableHeader(d.quorum()))
 	for _, in := range infos {
-		fmt.Fprintln(tw, strings.Join(in.cells(c.red, d.quorum()), "\t"))
+		cells = append(cells, in.cells(c.red, d.quorum()))
 	}
-	return tw.Flush()
+	_, err := io.WriteString(w, strings.Join(layoutTable(cells, 0), "\n")+"\n")
+	return err
 }
 
 // tableHeader is the header of the table of status, list and top.
 func tableHeader(quorum bool) []string {
-	header := []string{"NAME", "KIND", "HOLDER", "FENCE", "TTL", "WAITERS", "DETAIL"}
+	header := []string{"NAME", "KIND", "HOLDER", "OWNER", "FENCE", "TTL", "WAITERS", "DETAIL"}
 	if quorum {
 		header = slices.Insert(header, 1, "NODE")
 	}
@@ -133,7 +134,7 @@ func tableHeader(quorum bool) []string {
 // cells is the row of in under tableHeader. They are scrubbed one by one, before a table
 // is laid out, so that a masked secret does not break its columns.
 func (in lockInfo) cells(red *redactor, quorum bool) []string {
-	row := []string{in.Name, dash(in.Kind), dash(in.Holder), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
+	row := []string{in.Name, dash(in.Kind), dash(in.Holder), dash(in.Owner), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
 	if quorum {
 		row = slices.Insert(row, 1, in.Node)
 	}

@@ -3,10 +3,11 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // TLS is asked for by the scheme (rediss://, rediss+sentinel://); the CA, the client
@@ -29,7 +30,7 @@ var tlsParams = []string{paramCA, paramCert, paramKey, paramServerName}
 // tlsFlags are the --tls-* flags that were given, by parameter name.
 type tlsFlags map[string]string
 
-func (tf tlsFlags) register(fs *flag.FlagSet) {
+func (tf tlsFlags) register(fs *pflag.FlagSet) {
 	usage := map[string]string{
 		paramCA:         "PEM `file` of the CAs that sign the servers' certificates",
 		paramCert:       "PEM `file` of the client certificate",
@@ -48,6 +49,7 @@ type tlsFlag struct {
 }
 
 func (f tlsFlag) String() string { return f.tf[f.name] }
+func (f tlsFlag) Type() string   { return "string" }
 func (f tlsFlag) Set(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty value")

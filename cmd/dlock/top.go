@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -45,11 +45,11 @@ type topCmd struct {
 	once     bool
 }
 
-func (tc *topCmd) flagSet() *flag.FlagSet {
+func (tc *topCmd) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("top")
 	tc.sf.register(fs)
 	tc.interval = intervalFlag(time.Second)
-	fs.Var(&tc.interval, "interval", "time between refreshes")
+	fs.VarP(&tc.interval, "interval", "i", "time between refreshes")
 	fs.BoolVar(&tc.once, "once", false, "print one view and exit")
 	return fs
 }
@@ -58,6 +58,7 @@ func (tc *topCmd) flagSet() *flag.FlagSet {
 type intervalFlag time.Duration
 
 func (f *intervalFlag) String() string { return time.Duration(*f).String() }
+func (f *intervalFlag) Type() string   { return "duration" }
 
 func (f *intervalFlag) Set(s string) error {
 	d, err := time.ParseDuration(s)
@@ -245,7 +246,7 @@ func (v *topView) draw(c *cli, st topState) {
 			b.WriteString("\r\n") // raw mode: no carriage return of its own
 		}
 		b.WriteString(line)
-		if runeLen(line) < width { // at the last column, a terminal would erase the last character
+		if cellWidth.StringWidth(line) < width { // at the last column, a terminal would erase the last character
 			b.WriteString(clearLine)
 		}
 	}
@@ -316,7 +317,7 @@ func wrap(s string, width, max int) []string {
 		switch {
 		case line == "":
 			line = word
-		case runeLen(line)+1+runeLen(word) <= width:
+		case cellWidth.StringWidth(line)+1+cellWidth.StringWidth(word) <= width:
 			line += " " + word
 		default:
 			lines, line = append(lines, line), word
@@ -386,91 +387,6 @@ func timeLeft(ms *int64) int64 {
 	}
 	return *ms
 }
-
-// Columns that give up their width first when the table is too wide for the terminal,
-// the width they keep, and where they are cut: a holder's token is told apart by its
-// first digits, and lock names often differ only at their end ("job-1", "job-2").
-var shrinkable = []struct {
-	column string
-	keep   int
-	middle bool
-}{{"HOLDER", 8, false}, {"NAME", 12, true}}
-
-// layoutTable aligns the cells in columns two spaces apart, within width (0: no limit):
-// the shrinkable columns are truncated, then the lines are cut at the right.
-func layoutTable(cells [][]string, width int) []string {
-	widths := make([]int, len(cells[0]))
-	for _, row := range cells {
-		for i, cell := range row {
-			widths[i] = max(widths[i], runeLen(cell))
-		}
-	}
-	middle := make([]bool, len(widths))
-	if width > 0 {
-		over := 2*(len(widths)-1) - width
-		for _, w := range widths {
-			over += w
-		}
-		for _, s := range shrinkable {
-			i := slices.Index(cells[0], s.column)
-			cut := min(max(over, 0), max(widths[i]-s.keep, 0))
-			widths[i] -= cut
-			over -= cut
-			middle[i] = s.middle
-		}
-	}
-	lines := make([]string, len(cells))
-	for r, row := range cells {
-		var b strings.Builder
-		for i, cell := range row {
-			if middle[i] {
-				cell = truncateMiddle(cell, widths[i])
-			} else {
-				cell = truncate(cell, widths[i])
-			}
-			b.WriteString(cell)
-			if i < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-runeLen(cell)+2))
-			}
-		}
-		lines[r] = b.String()
-	}
-	return lines
-}
-
-// fitHeight keeps the table's header and the rows that fit in height lines, the last of
-// them saying how many more there are.
-func fitHeight(table []string, height int) []string {
-	if len(table) <= height {
-		return table
-	}
-	shown := max(height-2, 0)
-	return append(table[:1+shown:1+shown], fmt.Sprintf("+%d more", len(table)-1-shown))
-}
-
-// truncate cuts s to width runes, marking the cut with an ellipsis.
-func truncate(s string, width int) string {
-	r := []rune(s)
-	switch {
-	case len(r) <= width:
-		return s
-	case width <= 1:
-		return string(r[:max(width, 0)])
-	}
-	return string(r[:width-1]) + "…"
-}
-
-// truncateMiddle cuts s to width runes, keeping its start and its end.
-func truncateMiddle(s string, width int) string {
-	r := []rune(s)
-	if len(r) <= width || width < 3 {
-		return truncate(s, width)
-	}
-	head := (width - 1) / 2
-	return string(r[:head]) + "…" + string(r[len(r)-(width-1-head):])
-}
-
-func runeLen(s string) int { return len([]rune(s)) }
 
 // printable replaces control characters with '?'.
 func printable(s string) string {

@@ -236,3 +236,49 @@ func TestTopTerminalQuits(t *testing.T) {
 		tm.awaitExit(q.name)
 	}
 }
+
+// TestTopTerminalWideNames: names of CJK characters (two columns each) and with a
+// combining accent (none) line up in the terminal, and a terminal too narrow for them
+// cuts them by the columns they take: no line wraps.
+func TestTopTerminalWideNames(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var names []string
+	for i, n := range wideNames { // in top's order: the hold that ends soonest first
+		rdb.Set(context.Background(), "dlock:"+n.name, "tok", time.Duration(50+i)*time.Second)
+		names = append(names, n.name)
+	}
+	// A UTF-8 locale for tmux, whatever the test's.
+	tm := startTmux(t, []string{"DLOCK_REDIS=" + serverURL(srv), "LC_ALL=C.UTF-8"})
+
+	tm.openTop("wide", 120, 12, "top")
+	s := tm.await("wide", "the wide names", rowsAre(names...))
+	lines := strings.Split(s, "\n")
+	kindAt := strings.Index(lines[1], "KIND")
+	if !strings.HasPrefix(lines[1], "NAME ") || kindAt != wideNames[0].width+2 {
+		t.Fatalf("want KIND after the widest name (%d columns) and 2 spaces; the screen:\n%s", wideNames[0].width, s)
+	}
+	for i, n := range wideNames {
+		if want := n.name + strings.Repeat(" ", kindAt-n.width) + "mutex  tok"; !strings.HasPrefix(lines[2+i], want) {
+			t.Errorf("row %d: %q, want it to start %q", i, lines[2+i], want)
+		}
+	}
+	tm.must("send-keys", "-t", "wide", "q")
+	tm.awaitExit("wide")
+
+	// 40 columns: NAME gives up its width, then every line is cut at the edge.
+	tm.openTop("narrow", 40, 12, "top")
+	s = tm.await("narrow", "the rows, cut", func(s string) bool { return strings.Contains(s, "日本…ロック") })
+	lines = strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) != 2+len(wideNames) {
+		t.Fatalf("want the header, the table's header and %d rows, none wrapped; the screen:\n%s", len(wideNames), s)
+	}
+	for i, l := range lines[2:] {
+		if !strings.Contains(l, " mutex ") || !strings.HasSuffix(l, "…") {
+			t.Errorf("row %d: %q, want it cut at the edge after KIND", i, l)
+		}
+	}
+	tm.must("send-keys", "-t", "narrow", "q")
+	tm.awaitExit("narrow")
+}

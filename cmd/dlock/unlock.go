@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
@@ -24,12 +25,12 @@ type unlockCmd struct {
 	json    bool
 }
 
-func (u *unlockCmd) flagSet() *flag.FlagSet {
+func (u *unlockCmd) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("unlock")
 	u.sf.register(fs)
-	fs.BoolVar(&u.force, "force", false, "really remove the lock")
+	fs.BoolVarP(&u.force, "force", "f", false, "really remove the lock")
 	fs.BoolVar(&u.readers, "readers", false, "remove an RWMutex's readers too")
-	fs.BoolVar(&u.json, "json", false, "print JSON")
+	fs.BoolVarP(&u.json, "json", "j", false, "print JSON")
 	return fs
 }
 

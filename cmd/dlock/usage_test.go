@@ -20,13 +20,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "job", "sh", "-c", "true"}, "put -- between the lock's name and the command"},
 		{[]string{"run", "job", "--"}, "give the command to run after --"},
 		{[]string{"run", "--ttl", "5ms", "job", "--", "true"}, "--ttl 5ms is too short"},
-		{[]string{"run", "--ttl", "banana", "job", "--", "true"}, "invalid value"},
+		{[]string{"run", "--ttl", "banana", "job", "--", "true"}, `invalid argument "banana" for "-t, --ttl" flag`},
 		{[]string{"run", "--wait", "-1s", "job", "--", "true"}, "negative wait"},
 		{[]string{"run", "--wait", "soon", "job", "--", "true"}, `"forever"`},
 		{[]string{"run", "--grace", "-1s", "job", "--", "true"}, "--grace must not be negative"},
 		{[]string{"run", "--fair", "--redis", "redis://a:1", "--redis", "redis://b:1", "--redis", "redis://c:1", "job", "--", "true"}, "--fair needs one Redis deployment"},
-		{[]string{"run", "--nope", "job", "--", "true"}, "provided but not defined: -nope"},
-		{[]string{"run", "--ttl"}, "needs an argument"},
+		{[]string{"run", "--nope", "job", "--", "true"}, "unknown flag: --nope"},
+		{[]string{"run", "-nope", "job", "--", "true"}, "unknown shorthand flag: 'n' in -nope"},
+		{[]string{"run", "--ttl"}, "flag needs an argument: --ttl"},
+		{[]string{"run", "-w"}, "flag needs an argument: 'w' in -w"},
 		{[]string{"run", "a}b", "--", "true"}, "hash tag"},
 		{[]string{"run", "--prefix", "p}", "job", "--", "true"}, "hash tag"},
 		{[]string{"run", "--redis", "http://127.0.0.1:1", "job", "--", "true"}, `scheme "http" is not one of`},
@@ -43,7 +45,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"top", "--interval", "-1s"}, "want at least 100ms"},
 		{[]string{"top", "--interval", "often"}, "want a duration such as 500ms"},
 		{[]string{"top", "--interval"}, "needs an argument"},
-		{[]string{"top", "--json"}, "provided but not defined: -json"},
+		{[]string{"top", "--json"}, "unknown flag: --json"},
 		{[]string{"unlock"}, "give the names of the locks"},
 		{[]string{"unlock", "job"}, "refusing without --force"},
 		{[]string{"demo", "--buyers", "1"}, "--buyers must be at least 2"},
@@ -58,12 +60,19 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
-			r := runBin(t, []string{"DLOCK_REDIS=redis://127.0.0.1:1"}, tt.args...)
-			expect(t, r, exitUsage, tt.want)
-			if tt.args != nil && tt.args[0] != "frobnicate" && !strings.Contains(r.stderr, "dlock help") {
-				t.Errorf("the message does not point to the help: %v", r)
-			}
+			expectUsage(t, tt.args, tt.want)
 		})
+	}
+}
+
+// expectUsage runs dlock with args (with an unreachable server) and checks that it exits
+// 2 with want in its message, which points to the help.
+func expectUsage(t *testing.T, args []string, want string) {
+	t.Helper()
+	r := runBin(t, []string{"DLOCK_REDIS=redis://127.0.0.1:1"}, args...)
+	expect(t, r, exitUsage, want)
+	if args != nil && args[0] != "frobnicate" && !strings.Contains(r.stderr, "dlock help") {
+		t.Errorf("the message does not point to the help: %v", r)
 	}
 }
 
