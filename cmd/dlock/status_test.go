@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -64,6 +66,10 @@ func TestStatusListUnlock(t *testing.T) {
 	if !held.Held || held.Kind != "mutex" || held.Holder != token || held.Fence != fence || held.Key != "dlock:orders:42" ||
 		held.TTLms == nil || *held.TTLms <= 0 || *held.TTLms > 3000 || held.Waiters < 1 {
 		t.Fatalf("held lock: %+v (ttl %v), want holder %s, fence %d, 0 < ttl <= 3000, waiters >= 1", held, held.TTLms, token, fence)
+	}
+	// The owner: the holding dlock run's host and process id, by default.
+	if host, _ := os.Hostname(); held.Owner != fmt.Sprintf("%s:%d", host, holder.cmd.Process.Pid) {
+		t.Fatalf("held lock's owner %q, want the holder's host:pid", held.Owner)
 	}
 	if free.Held || free.Kind != "" || free.Holder != "" || free.TTLms != nil || free.Waiters != 0 {
 		t.Fatalf("free lock: %+v", free)
