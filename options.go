@@ -50,9 +50,10 @@ func WithLogger(l *slog.Logger) Option {
 // readable by anyone who can read the locks: put nothing secret in it. It is at most
 // MaxOwnerLen bytes of printable UTF-8; WithOwner("") names none and writes nothing.
 //
-// The name costs no round trip: each Client writes it once per node, in one key of its own
-// that expires by itself, sent with its acquisitions and renewals at most every 30 seconds
-// per node, and its holders' tokens begin with the Client's id that finds it. A
+// The name costs no round trip: each Client writes it in one key of its own per node, sent
+// with its acquisitions and renewals at most every 30 seconds per node, deleted by Close
+// (and expiring by itself if the process dies), and its holders' tokens begin with the
+// Client's id that finds it. A
 // TimestampMutex holder, whose key holds a deadline and no token, has no owner.
 func WithOwner(owner string) Option {
 	return func(c *clientConfig) {

@@ -19,10 +19,18 @@ var ownedKinds = []struct {
 	kind string
 	take func(ctx context.Context, c *dlock.Client, name string) (*dlock.Lease, error)
 }{
-	{dlock.KindMutex, func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.Mutex(n).Lock(ctx) }},
-	{dlock.KindFair, func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.FairMutex(n).Lock(ctx) }},
-	{"write", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.RWMutex(n).Lock(ctx) }},
-	{"read", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.RWMutex(n).RLock(ctx) }},
+	{dlock.KindMutex, func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.Mutex(n).Lock(ctx)
+	}},
+	{dlock.KindFair, func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.FairMutex(n).Lock(ctx)
+	}},
+	{"write", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.RWMutex(n).Lock(ctx)
+	}},
+	{"read", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.RWMutex(n).RLock(ctx)
+	}},
 	{dlock.KindSemaphore, func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
 		return c.Semaphore(n, 3).Acquire(ctx, 2)
 	}},
@@ -293,6 +301,41 @@ func TestOwnerInEvents(t *testing.T) {
 	for _, ev := range []string{"WaitStarted", "Attempted", "WaitEnded", "HoldEnded"} {
 		if owners[ev] != "observed" {
 			t.Errorf("%s carried owner %q, want %q", ev, owners[ev], "observed")
+		}
+	}
+}
+
+// TestOwnerKeyGoneAfterClose: Close deletes the owner key it wrote, on every node.
+func TestOwnerKeyGoneAfterClose(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartNodes(t, 3)
+	nodes := make([]redis.UniversalClient, len(servers))
+	for i, s := range servers {
+		nodes[i] = s.Client(t)
+	}
+	c, err := dlock.NewQuorum(nodes, dlock.WithOwner("closing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	lease := mustLock(t, c.Mutex("closing"), ctx) // still held at Close: released there
+	waitFor(t, 5*time.Second, "the owner key on every node", func() bool {
+		for _, n := range nodes {
+			if len(n.Keys(ctx, "*:owner").Val()) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Err() == nil {
+		t.Fatal("the lease outlived Close")
+	}
+	for i, n := range nodes {
+		if keys := n.Keys(ctx, "*:owner").Val(); len(keys) != 0 {
+			t.Errorf("node %d keeps %v after Close", i, keys)
 		}
 	}
 }

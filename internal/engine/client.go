@@ -121,6 +121,7 @@ func (c *Client) Close() error {
 	c.inflight.Wait()
 	err := c.releaseAll()
 	c.sched.Stop()
+	c.retire()
 	for _, n := range c.nodes {
 		n.hub.Close()
 	}

@@ -15,7 +15,8 @@ import (
 // waiting, in the round trip of an acquisition or a renewal, and only when the key would
 // otherwise expire within ownerRefresh of the lease it labels: once per ownerRefresh per
 // node, however many locks the Client takes. The key lasts ownerLife past the lease, so
-// it outlives every lease it names, and it expires by itself once the Client stops.
+// it outlives every lease it names; Close deletes it, and it expires by itself if the
+// Client stops without one.
 const (
 	ownerLife    = time.Minute
 	ownerRefresh = 30 * time.Second
@@ -67,5 +68,21 @@ func (c *Client) announce(ctx context.Context, ttl time.Duration, lane string) {
 		if !c.batchers[i].TrySend(call) {
 			u.CompareAndSwap(now.Add(life).UnixNano(), 0)
 		}
+	}
+}
+
+// retire deletes c's owner key from the nodes it was written to, once c holds nothing and
+// takes nothing more (Close, before the batchers stop: their drain sends the calls). A
+// write still queued in another lane may land after the delete; the key it brings back
+// expires by itself.
+func (c *Client) retire() {
+	o := &c.owner
+	for i := range o.until {
+		if o.until[i].Swap(0) == 0 {
+			continue // never written there
+		}
+		call := &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, 0},
+			Node: i, Deadline: time.Now().Add(closeTimeout), Done: make(chan *batch.Call, 1)}
+		c.batchers[i].TrySend(call)
 	}
 }

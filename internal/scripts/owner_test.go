@@ -37,8 +37,13 @@ func TestLateOwner(t *testing.T) {
 	if v := rdb.Get(ctx, key).Val(); v != "web-1:42" {
 		t.Fatalf("owner = %q", v)
 	}
-	rdb.Del(ctx, key)
-	if got := land(time.Minute); got != 1 || rdb.Get(ctx, key).Val() != "web-1:42" {
-		t.Fatalf("after the key expired (deleted here): reply %d, want it written again", got)
+	// The Client closes: its delete removes the label.
+	if got := land(0); got != 1 || rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatalf("delete: reply %d, key exists %d; want 1 and gone", got, rdb.Exists(ctx, key).Val())
+	}
+	// A write sent before the delete lands after it: the label is back for its length
+	// only.
+	if got := land(time.Minute); got != 1 || rdb.Get(ctx, key).Val() != "web-1:42" || pttl() > time.Minute {
+		t.Fatalf("late write after the delete: reply %d, PTTL %v; want 1 and at most a minute", got, pttl())
 	}
 }
