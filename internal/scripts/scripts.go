@@ -61,6 +61,8 @@ var (
 	stampRelease string
 	//go:embed stamp_owned.lua
 	stampOwned string // the prelude of stamp_extend and stamp_release
+	//go:embed guard.lua
+	guard string
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
@@ -85,4 +87,5 @@ var (
 	StampAcquire     = redis.NewScript(refusal + goneLua + stampAcquire)
 	StampExtend      = redis.NewScript(goneLua + stampOwned + stampExtend)
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)
+	Guard            = redis.NewScript(goneLua + guard)
 )
