@@ -37,7 +37,9 @@ func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]re
 	}
 	cmds := pipe.Cmds()
 	if err := guardable(ctx, node, keys[0], cmds); err != nil {
-		return cmds, fmt.Errorf("dlock: guard %q: %w", h.t.name, Inner(err))
+		err = fmt.Errorf("dlock: guard %q: %w", h.t.name, Inner(err))
+		guard.Fail(cmds, err)
+		return cmds, err
 	}
 	// fn may have run past the lease's end: a lease ended here sends nothing, since a
 	// hand-off in this process leaves the key with the same token (Lease.Guard).
@@ -51,17 +53,28 @@ func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]re
 		guard.Fail(cmds, err)
 		return cmds, err
 	}
+	return cmds, guarded(h, cmds, reply)
+}
+
+// guarded gives cmds their replies from guard.lua's reply, and returns Guard's error: the
+// first command's, or the refusal of a hold that no longer holds its lock, which ends it.
+func guarded(h *Hold, cmds []redis.Cmder, reply any) error {
 	replies, held := reply.([]any)
+	if !held && reply != int64(0) {
+		err := fmt.Errorf("dlock: guard %q: the script replied %v", h.t.name, reply)
+		guard.Fail(cmds, err)
+		return err
+	}
 	if !held {
 		h.lost("a Guard found that the lock no longer holds its token")
 		err := fmt.Errorf("dlock: guard %q: %w: %w (the lock no longer holds its token in Redis; nothing was applied)", h.t.name, Inner(ErrNotHeld), Inner(ErrLost))
 		guard.Fail(cmds, err)
-		return cmds, err
+		return err
 	}
 	if err := guard.Fill(cmds, replies); err != nil {
-		return cmds, err
+		return err
 	}
-	return cmds, guard.FirstErr(cmds)
+	return guard.FirstErr(cmds)
 }
 
 // guardKeys returns how guard.lua checks a hold of t and the keys it checks, or why t
