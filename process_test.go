@@ -32,7 +32,7 @@ const (
 	workerQuorum     = "DLOCK_TEST_QUORUM"  // "1" for NewQuorum over the addrs
 	workerGoroutines = "DLOCK_TEST_GOROUTINES"
 	workerRounds     = "DLOCK_TEST_ROUNDS"
-	workerMode       = "DLOCK_TEST_MODE" // "fairwait", "mutexwait": wait for a FairMutex or a Mutex until killed
+	workerMode       = "DLOCK_TEST_MODE" // "fairwait", "mutexwait": wait for a FairMutex or a Mutex until killed; "guardpause": guard_pause_test.go
 	workerFair       = "DLOCK_TEST_FAIR" // "1": contend for a FairMutex instead of a Mutex
 )
 
@@ -159,6 +159,9 @@ func checkLinearizable(t *testing.T, history []porcupine.Operation) {
 // runWorker is the body of a worker process; its exit code is its verdict.
 func runWorker() int {
 	addrs := strings.Split(os.Getenv(workerAddrs), ",")
+	if os.Getenv(workerMode) == "guardpause" {
+		return guardWorker(addrs[0])
+	}
 	if mode := os.Getenv(workerMode); mode == "fairwait" || mode == "mutexwait" {
 		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
 		c := dlock.New(rdb)

@@ -15,11 +15,14 @@ import (
 )
 
 // The flash sale: buyer processes race for a stock kept in Redis, in three rounds:
-// without a lock, with dlock, and with dlock and fencing tokens while one buyer is frozen
-// past its lease. The buyers are copies of this binary (demo_buyer.go).
+// without a lock, with dlock, and with dlock and guarded writes (Lease.Guard) while one
+// buyer is frozen past its lease; on a quorum, which Guard refuses, round 3 fences the
+// store with tokens instead. The buyers are copies of this binary (demo_buyer.go).
 
 const (
-	demoLockName = "demo:flash-sale"
+	// demoLockName carries the store's hash tag, {flash-sale}, so that on a Cluster the
+	// store's keys share the lock's slot and Guard can write them.
+	demoLockName = "demo:{flash-sale}"
 	// demoPauseTTL is the lease of round 3, short so that the frozen buyer outlives it.
 	demoPauseTTL = 500 * time.Millisecond
 	// demoRoundTimeout bounds one round; a round takes well under a second.
@@ -47,12 +50,25 @@ type demoRound struct {
 	title string // in the progress line
 	mode  string // the buyers' --mode
 	ttl   time.Duration
+	pause bool // buyer 1 is frozen past its lease
 }
 
 var demoRounds = []demoRound{
 	{label: "1. without a lock", title: "round 1 of 3, without a lock", mode: "nolock"},
 	{label: "2. with dlock", title: "round 2 of 3, with dlock", mode: "lock", ttl: 30 * time.Second},
-	{label: "3. with dlock + fencing token", title: "round 3 of 3, with dlock and a fencing token", mode: "fenced", ttl: demoPauseTTL},
+	{label: "3. with dlock + Guard", title: "round 3 of 3, with dlock and guarded writes", mode: "guarded", ttl: demoPauseTTL, pause: true},
+}
+
+// demoFencedRound is round 3 on a quorum, where Guard has no one store to write beside
+// the lock: the store checks fencing tokens itself (scripts/demo_buy.lua).
+var demoFencedRound = demoRound{label: "3. with dlock + fencing token", title: "round 3 of 3, with dlock and a fencing token", mode: "fenced", ttl: demoPauseTTL, pause: true}
+
+// roundsFor returns the rounds of a sale on srv.
+func roundsFor(srv *servers) []demoRound {
+	if srv.cluster == nil && len(srv.nodes) > 1 {
+		return append(demoRounds[:2:2], demoFencedRound)
+	}
+	return demoRounds
 }
 
 // roundResult is what the store says after a round.
@@ -108,8 +124,9 @@ func cmdDemo(c *cli, args []string) error {
 
 	fmt.Fprintf(c.stdout, "Flash sale: %d buyer processes, %d items, on %s\n\n", dc.buyers, dc.stock, where)
 	prog := &progress{w: c.stdout, tty: isTerminal(c.stdoutFile)}
-	results := make([]roundResult, len(demoRounds))
-	for i, r := range demoRounds {
+	rounds := roundsFor(srv)
+	results := make([]roundResult, len(rounds))
+	for i, r := range rounds {
 		results[i], err = dc.round(ctx, store, srv.urls, r, prog)
 		prog.end()
 		if err != nil {
@@ -124,8 +141,8 @@ func cmdDemo(c *cli, args []string) error {
 	if !prog.tty {
 		fmt.Fprintln(c.stdout)
 	}
-	dc.printResults(c, results)
-	return dc.check(results)
+	dc.printResults(c, rounds, results)
+	return dc.check(rounds, results)
 }
 
 // soldSoFar is the progress line's status.
@@ -168,7 +185,7 @@ func (dc *demoCmd) round(ctx context.Context, store redis.UniversalClient, urls 
 
 	var all []*worker
 	defer func() { killAll(all) }()
-	if r.mode == "fenced" {
+	if r.pause {
 		// Buyer 1 goes first, alone: it takes the lock, reads the stock and freezes.
 		first, err := startAll(ctx, names[:1], args(true), urls)
 		if err != nil {
@@ -199,7 +216,7 @@ func (dc *demoCmd) round(ctx context.Context, store redis.UniversalClient, urls 
 	if err := goAll(ws); err != nil {
 		return res, err
 	}
-	if r.mode == "fenced" {
+	if r.pause {
 		// Wake buyer 1 once a newer holder has reached the store, and let it write.
 		newer, err := waitForNewerToken(ctx, store, res.pausedToken)
 		if err != nil {
@@ -249,16 +266,16 @@ func waitForNewerToken(ctx context.Context, store redis.Cmdable, token uint64) (
 }
 
 // printResults prints the table and what it shows.
-func (dc *demoCmd) printResults(c *cli, results []roundResult) {
+func (dc *demoCmd) printResults(c *cli, rounds []demoRound, results []roundResult) {
 	width := 0
-	for _, r := range demoRounds {
+	for _, r := range rounds {
 		width = max(width, len(r.label))
 	}
 	fmt.Fprintf(c.stdout, "%-*s  %6s  %10s  %8s  %20s\n", width, "round", "sold", "stock left", "oversold", "stale writes refused")
-	for i, r := range demoRounds {
+	for i, r := range rounds {
 		res := results[i]
 		refused := "-"
-		if r.mode == "fenced" {
+		if r.pause {
 			refused = strconv.FormatInt(res.refused, 10)
 		}
 		fmt.Fprintf(c.stdout, "%-*s  %6d  %10d  %8d  %20s\n", width, r.label, res.sold, res.stock, max(0, res.sold-int64(dc.stock)), refused)
@@ -273,17 +290,21 @@ func (dc *demoCmd) printResults(c *cli, results []roundResult) {
 		fmt.Fprintf(&b, "1. Without a lock, this time the buyers happened not to collide; run the demo again\n   (or with more --buyers) to see them oversell.\n")
 	}
 	fmt.Fprintf(&b, "2. With dlock, each purchase (read the stock, take the payment, write) ran alone:\n   exactly %d sold, stock %d.\n", r2.sold, r2.stock)
-	fmt.Fprintf(&b, "3. Buyer 1 was frozen (SIGSTOP) while it held the lock with fencing token %d, and\n   stayed frozen past its %v lease. The other buyers took the lock after it (tokens\n   %d and up) and the sale went on. When buyer 1 woke (SIGCONT) it still believed it\n   held the lock and wrote with token %d: the store had already seen token %d, and\n   refused it. A lock cannot stop a holder that does not know it was paused; a fencing\n   token checked by the store can.\n",
-		r3.pausedToken, demoPauseTTL, r3.pausedToken+1, r3.pausedToken, r3.newerToken)
+	fmt.Fprintf(&b, "3. Buyer 1 was frozen (SIGSTOP) while it held the lock with fencing token %d, and\n   stayed frozen past its %v lease. The other buyers took the lock after it (tokens\n   %d and up) and the sale went on.\n   When buyer 1 woke (SIGCONT) it still believed it held the lock\n   and ", r3.pausedToken, demoPauseTTL, r3.pausedToken+1)
+	if rounds[2].mode == "guarded" {
+		fmt.Fprintf(&b, "sent its decrement of the stock with Lease.Guard: the lock was no longer its\n   own, so nothing was applied, and Guard refused it. A lock cannot stop a holder\n   that does not know it was paused; a write Redis applies only under the lock can.\n")
+	} else {
+		fmt.Fprintf(&b, "wrote with token %d: the store had already seen token %d, and refused it. A\n   lock cannot stop a holder that does not know it was paused; a fencing token\n   checked by the store can.\n", r3.pausedToken, r3.newerToken)
+	}
 	fmt.Fprint(c.stdout, b.String())
 }
 
 // check is the demo's own verdict: the locked rounds sold exactly the stock, and round 3
 // refused the frozen buyer's write.
-func (dc *demoCmd) check(results []roundResult) error {
+func (dc *demoCmd) check(rounds []demoRound, results []roundResult) error {
 	for i, res := range results[1:] {
 		if res.sold != int64(dc.stock) || res.stock != 0 {
-			return fail(exitFailure, "round %q sold %d of %d items (stock left %d): the lock did not protect the sale", demoRounds[i+1].label, res.sold, dc.stock, res.stock)
+			return fail(exitFailure, "round %q sold %d of %d items (stock left %d): the lock did not protect the sale", rounds[i+1].label, res.sold, dc.stock, res.stock)
 		}
 	}
 	if results[2].refused < 1 {

@@ -19,14 +19,15 @@ const demoBuyerCommand = "demo-buyer"
 const buyerTimeout = 60 * time.Second
 
 // cmdDemoBuyer buys until the stock is gone, then prints "done {json}". Modes: nolock
-// (read, pay, write, as they come), lock (each purchase under the Mutex) and fenced (under
-// the Mutex, every store request carrying the fencing token). With --pause, in its first
+// (read, pay, write, as they come), lock (each purchase under the Mutex), guarded (under
+// the Mutex, the purchase's writes sent with Lease.Guard) and fenced (under the Mutex,
+// every store request carrying the fencing token). With --pause, in its first
 // purchase, between the read and the write, the buyer prints "paused TOKEN" and goes on
 // only when the demo says "resume"; meanwhile the demo freezes it (SIGSTOP) past its
 // lease, and wakes it (SIGCONT) once a newer holder has reached the store.
 func cmdDemoBuyer(c *cli, args []string) error {
 	fs := newFlagSet(demoBuyerCommand)
-	mode := fs.String("mode", "lock", "nolock, lock or fenced")
+	mode := fs.String("mode", "lock", "nolock, lock, guarded or fenced")
 	ttl := fs.Duration("ttl", dlock.DefaultTTL, "lease length")
 	pause := fs.Bool("pause", false, "freeze in the first purchase")
 	prefix := fs.String("prefix", engine.DefaultPrefix, "key namespace")
@@ -34,7 +35,7 @@ func cmdDemoBuyer(c *cli, args []string) error {
 	if _, _, _, err := parseArgs(fs, demoBuyerCommand, args, 0); err != nil {
 		return err
 	}
-	if *mode != "nolock" && *mode != "lock" && *mode != "fenced" {
+	if *mode != "nolock" && *mode != "lock" && *mode != "guarded" && *mode != "fenced" {
 		return usage(demoBuyerCommand, "unknown --mode %q", *mode)
 	}
 	srv, err := workerServers(c, *cluster)
@@ -56,20 +57,16 @@ func cmdDemoBuyer(c *cli, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buyerTimeout)
 	defer cancel()
-	b := &buyer{store: store, side: side, pause: *pause}
+	b := &buyer{store: store, side: side, pause: *pause, mode: *mode}
 	mutex := client.Mutex(demoLockName, dlock.TTL(max(*ttl, dlock.MinTTL)))
 	for {
 		var lease *dlock.Lease
-		var token uint64
 		if *mode != "nolock" {
 			if lease, err = lockRetrying(ctx, mutex); err != nil {
 				return fail(exitFailure, "lock: %v", err)
 			}
-			if *mode == "fenced" {
-				token = lease.Token()
-			}
 		}
-		more, err := b.buyOnce(ctx, token)
+		more, err := b.buyOnce(ctx, lease)
 		if lease != nil {
 			uctx, ucancel := context.WithTimeout(context.Background(), engine.UnlockTimeout)
 			uerr := lease.Unlock(uctx)
@@ -93,14 +90,20 @@ func cmdDemoBuyer(c *cli, args []string) error {
 type buyer struct {
 	store  redis.Cmdable
 	side   *workerSide
-	pause  bool // freeze in the next purchase
+	pause  bool   // freeze in the next purchase
+	mode   string // as --mode
 	report buyerReport
 }
 
-// buyOnce makes one purchase: read the stock, take the payment (1ms: the window in which
-// others can read the same stock), take one item. It reports whether to go on: false once
-// the stock is gone. A request refused for a stale token counts as refused and goes on.
-func (b *buyer) buyOnce(ctx context.Context, token uint64) (bool, error) {
+// buyOnce makes one purchase under lease (nil in mode nolock): read the stock, take the
+// payment (1ms: the window in which others can read the same stock), take one item. It
+// reports whether to go on: false once the stock is gone. A request refused for a stale
+// token, or a guarded write refused, counts as refused and goes on.
+func (b *buyer) buyOnce(ctx context.Context, lease *dlock.Lease) (bool, error) {
+	var token uint64 // the fencing token the store checks; 0 for none
+	if b.mode == "fenced" {
+		token = lease.Token()
+	}
 	left, err := storeRead(ctx, b.store, token)
 	switch {
 	case errors.Is(err, errStale):
@@ -112,13 +115,17 @@ func (b *buyer) buyOnce(ctx context.Context, token uint64) (bool, error) {
 	}
 	if b.pause {
 		b.pause = false
-		b.side.say("paused %d", token)
+		b.side.say("paused %d", lease.Token())
 		if err := b.side.wait(ctx, "resume"); err != nil {
 			return false, err
 		}
 	}
 	time.Sleep(time.Millisecond) // taking the payment
-	switch err := storeBuy(ctx, b.store, token); {
+	buy := func() error { return storeBuy(ctx, b.store, token) }
+	if b.mode == "guarded" {
+		buy = func() error { return storeBuyGuarded(ctx, b.store, lease) }
+	}
+	switch err := buy(); {
 	case errors.Is(err, errStale):
 		b.report.Refused++
 	case err != nil:

@@ -7,10 +7,13 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock"
 )
 
 // The flash-sale store: a stock and a count of sales in Redis, read and written by the
-// buyers. Its keys share a hash tag so that its scripts run on a Cluster too.
+// buyers. Its keys share a hash tag, with each other and with the lock (demoLockName), so
+// that its scripts, and Guard, run on a Cluster too.
 var demoKeys = struct {
 	stock, sold, lastToken, refused string
 }{
@@ -29,7 +32,8 @@ var (
 	demoBuyScript = redis.NewScript(demoBuySource)
 )
 
-// errStale is the store's refusal of a request that carries a stale fencing token.
+// errStale is the store's refusal of a request that carries a stale fencing token, or a
+// guarded write refused.
 var errStale = errors.New("refused: stale fencing token")
 
 // storeRead returns the stock; token 0 means no fencing.
@@ -45,6 +49,26 @@ func storeRead(ctx context.Context, rdb redis.Cmdable, token uint64) (int64, err
 func storeBuy(ctx context.Context, rdb redis.Cmdable, token uint64) error {
 	n, err := demoBuyScript.Run(ctx, rdb, []string{demoKeys.stock, demoKeys.sold, demoKeys.lastToken, demoKeys.refused}, token).Int64()
 	if err == nil && n == 0 {
+		return errStale
+	}
+	return err
+}
+
+// storeBuyGuarded takes one item with lease.Guard, so that Redis applies it only while
+// lease holds the lock, and records the lease's token as the newest to reach the store.
+// Refused, it counts the refusal, outside the guard (a record for the demo, not a sale),
+// and returns errStale.
+func storeBuyGuarded(ctx context.Context, rdb redis.Cmdable, lease *dlock.Lease) error {
+	_, err := lease.Guard(ctx, func(p redis.Pipeliner) error {
+		p.Decr(ctx, demoKeys.stock)
+		p.Incr(ctx, demoKeys.sold)
+		p.Set(ctx, demoKeys.lastToken, lease.Token(), 0)
+		return nil
+	})
+	if errors.Is(err, dlock.ErrNotHeld) {
+		if err := rdb.Incr(ctx, demoKeys.refused).Err(); err != nil {
+			return err
+		}
 		return errStale
 	}
 	return err

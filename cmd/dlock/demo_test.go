@@ -41,6 +41,9 @@ func parseDemo(t *testing.T, r result) map[string]demoRow {
 func checkDemo(t *testing.T, r result, stock int) {
 	t.Helper()
 	expect(t, r, 0, "without a lock", "with dlock", "fencing token", "SIGSTOP", "refused it")
+	if !strings.Contains(r.stdout, "3. with dlock + Guard") || !strings.Contains(r.stdout, "the stock with Lease.Guard") {
+		t.Errorf("round 3 is not the guarded one:\n%s", r.stdout)
+	}
 	rows := parseDemo(t, r)
 	for round, row := range rows {
 		if row.sold+row.left != stock || row.oversold != max(0, row.sold-stock) {
@@ -83,6 +86,20 @@ func TestDemoRealRedis(t *testing.T) {
 	}
 	if keys, _ := srv.Client(t).Keys(t.Context(), "dlock-demo:*").Result(); len(keys) != 0 {
 		t.Errorf("the demo left its store behind: %q", keys)
+	}
+}
+
+// TestDemoQuorum: on a quorum, which Guard refuses, round 3 fences the store with tokens.
+func TestDemoQuorum(t *testing.T) {
+	t.Parallel()
+	args := []string{"demo", "--buyers", "3", "--stock", "10"}
+	for _, s := range redistest.StartNodes(t, 3) {
+		args = append(args, "--redis", serverURL(s))
+	}
+	r := runBin(t, nil, args...)
+	expect(t, r, 0, "3. with dlock + fencing token", "the store had already seen token")
+	if rows := parseDemo(t, r); rows["3."].sold != 10 || rows["3."].refused == "0" {
+		t.Errorf("round 3 on a quorum: %+v", rows["3."])
 	}
 }
 

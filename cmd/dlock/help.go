@@ -341,7 +341,7 @@ Examples:
   dlock unlock --force --readers config-doc
 `
 
-const demoSummary = "the flash sale: why a lock, and why fencing tokens"
+const demoSummary = "the flash sale: why a lock, and why guarded writes"
 
 const demoHelp = `Usage: dlock demo [flags]
 
@@ -351,16 +351,18 @@ payment (1ms), then takes one item. Three rounds:
   1. without a lock: buyers read the same stock at once and sell items that do not
      exist; the stock goes below zero;
   2. with dlock: each purchase holds the lock; exactly the stock is sold;
-  3. with dlock and the fencing token: the store remembers the largest token it has
-     seen and refuses writes with a smaller one. One buyer is frozen (SIGSTOP) while it
-     holds the lock, past its short lease; the others go on; when it wakes (SIGCONT) its
-     write carries a stale token and is refused.
+  3. with dlock and guarded writes: each purchase takes its item with Lease.Guard,
+     which Redis applies only while the lease holds the lock. One buyer is frozen
+     (SIGSTOP) while it holds the lock, past its short lease; the others go on; when it
+     wakes (SIGCONT) its guarded write is refused and applies nothing. On a quorum, which
+     Guard refuses, the store checks fencing tokens instead: it remembers the largest
+     token it has seen and refuses writes with a smaller one.
 It prints a table of the three rounds, and a progress line while it runs (when stdout is
 a terminal). It takes a few seconds.
 
 With no --redis (and no DLOCK_REDIS) it runs on an embedded Redis (miniredis) on a
 loopback port, so it needs no set-up. On a real server it uses keys under
-"dlock-demo:" and the lock "demo:flash-sale" under the prefix, and deletes the store's
+"dlock-demo:" and the lock "demo:{flash-sale}" under the prefix, and deletes the store's
 keys when done.
 
 Flags:

@@ -198,6 +198,7 @@ var agentOps = map[string]func(a *agent, cmd command){
 	"closeload":  (*agent).closeLoad,
 	"fuzz":       (*agent).fuzz,
 	"random":     (*agent).random,
+	"guard":      (*agent).guard,
 }
 
 func (a *agent) do(cmd command) {

@@ -25,6 +25,7 @@ const (
 	chkBelief      = "belief"
 	chkAcks        = "replica-acks"
 	chkLeftovers   = "leftovers"
+	chkGuarded     = "guarded"
 )
 
 // checkMeanings is the report's table of checks.
@@ -44,6 +45,7 @@ var checkMeanings = []struct{ name, means string }{
 	{chkUntouched, "keys of the wrong type planted where dlock keeps its state are left exactly as they were (DUMP and TTL), and calls on them fail at once"},
 	{chkBelief, "a lease never believes in a key longer than a majority of the servers keep it"},
 	{chkLeftovers, "once every key's lifetime has passed, nothing but fencing counters is left on the lock servers: a key without expiry, or one that outlives its lifetime, is a leak"},
+	{chkGuarded, "a write sent with Lease.Guard by a holder paused past its lease, cut off, or delivered late is applied before the next holder's first write, or not at all"},
 	{chkAcks, "with WithReplicaAcks, a lock whose write no replica acknowledged is refused with ErrNotReplicated and left nowhere, and one that was acknowledged is still held on the promoted replica"},
 }
 

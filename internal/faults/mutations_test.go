@@ -21,6 +21,7 @@ const (
 	mutOverhold   = "overhold"    // the agents report each lease held a TTL past its end
 	mutTokenBack  = "token-back"  // the agents report every fencing token as 1
 	mutLeak       = "leak"        // an agent leaves a key without expiry on a lock server
+	mutGuardPlain = "guard-plain" // the agents write with a plain RPUSH instead of Lease.Guard
 )
 
 // mutationCase runs one scenario once with one mutation.
@@ -53,4 +54,5 @@ var mutations = []mutationCase{
 	{mutTokenBack, "random", "growing tokens: each agent reports every fencing token as 1"},
 	{mutPoll, "random", "waiting: acquisitions poll with one attempt every two TTLs instead of waiting"},
 	{mutLeak, "random", "clean storage: an agent leaves a queue key without expiry behind"},
+	{mutGuardPlain, "guard-stale", "guarded writes: the holders write with a plain RPUSH instead of Lease.Guard"},
 }

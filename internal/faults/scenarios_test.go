@@ -202,6 +202,15 @@ var scenarios = []scenario{
 		run:     badInput,
 	},
 	{
+		name:    "guard-stale",
+		fault:   "one server; holders A, C and L write with Lease.Guard beside their locks (TTL 600ms); A is stopped (SIGSTOP), C's link cut, L's next guarded write held back by a proxy past its timeout, then L unlocks; B takes each lock after 2×TTL and writes; A resumes and writes, C writes, L's held write is delivered",
+		asserts: "no stale holder's guarded write is applied after B's",
+		checks:  []string{chkGuarded, chkNoErrors, chkTakeover},
+		runs:    2,
+		figure:  figure{"%.0f stale guarded writes applied after the next holder's", worstMax},
+		run:     guardStale,
+	},
+	{
 		name:    "random",
 		fault:   fmt.Sprintf("seeded random workload, %v per seed: 3 processes × 3 goroutines on one server use Mutex (handles of TTL 400ms without renewal, 1.2s, 800ms), MultiMutex, FairMutex, RWMutex (read and write), Semaphore (size 2) and TimestampMutex; 2 on a quorum of 3 use Mutex, MultiMutex, RWMutex and Semaphore; Lock, TryLock, Extend longer and shorter, Unlock, leases left to run out, ctx cancellations, Close. Each process reaches each node through a proxy that at random holds its requests back (0.5–3s, mostly past the 1s client timeout) and delivers them late, or twice, delays replies, cuts connections; processes paused (SIGSTOP)", rndCfg.dur),
 		asserts: "no two leases of one name at once (readers only together; a Semaphore's permits within its size); a token above every token returned before its call; outside faults and 5.5s after each, no lock free over 500ms while someone waits; at the end, nothing but fencing counters on the servers (and a Mutex's turn list and asks, which live a minute after their last change)",

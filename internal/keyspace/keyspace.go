@@ -69,6 +69,14 @@ func (k Keys) Permits() string { return k.Tag + permitsSuffix }
 // GrantedPrefix begins the channel of each FairMutex waiter: the prefix and its token.
 func (k Keys) GrantedPrefix() string { return k.Tag + GrantedInfix }
 
+// Data is a key of the caller's own in the lock's hash slot, for the writes a lease guards
+// (Lease.Key): the lock's hash tag in braces, DataInfix and name. No key of dlock's has
+// DataInfix after a brace, so name cannot clash with a lock's own keys.
+func (k Keys) Data(name string) string { return "{" + HashTag(k.Tag) + "}" + DataInfix + name }
+
+// DataInfix separates the hash tag from the caller's name in a Data key.
+const DataInfix = "/"
+
 // ReadersOf is the readers key of the lock whose slot tag is tag: an RWMutex held by
 // readers alone has no lock key, and the CLI's list finds it by this key.
 func ReadersOf(tag string) string { return tag + readersSuffix }

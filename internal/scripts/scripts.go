@@ -63,6 +63,8 @@ var (
 	stampOwned string // the prelude of stamp_extend and stamp_release
 	//go:embed owner.lua
 	owner string
+	//go:embed guard.lua
+	guard string
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
@@ -88,4 +90,5 @@ var (
 	StampExtend      = redis.NewScript(goneLua + stampOwned + stampExtend)
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)
 	Owner            = redis.NewScript(owner)
+	Guard            = redis.NewScript(goneLua + guard)
 )

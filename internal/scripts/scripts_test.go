@@ -355,7 +355,7 @@ var sources = map[string]string{
 	"stamp_acquire": stampAcquire, "stamp_extend": stampExtend, "stamp_release": stampRelease,
 	"stamp_owned": stampOwned, "owner": owner,
 	"pass_on": passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
-	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks,
+	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks, "guard": guard,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV

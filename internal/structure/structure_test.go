@@ -50,7 +50,7 @@ const (
 	maxFuncLines = 60
 	// rootLinesUnder is the line count (wc -l) that the root package's non-test Go files
 	// together must stay under.
-	rootLinesUnder = 1400
+	rootLinesUnder = 1430
 	// maxArchitectureWords bounds ARCHITECTURE.md (wc -w, the whole file).
 	maxArchitectureWords = 1500
 )
