@@ -139,26 +139,7 @@ func open(id string, o openOpts) (session, error) {
 	}
 	switch id {
 	case libDlock, libDlockFair, libDlockNoOwner:
-		rdbs := dlockClients(o)
-		var opts []dlock.Option
-		if id == libDlockNoOwner {
-			opts = append(opts, dlock.WithOwner(""))
-		}
-		var c *dlock.Client
-		if len(rdbs) == 1 {
-			c = dlock.New(rdbs[0], opts...)
-		} else {
-			nodes := make([]redis.UniversalClient, len(rdbs))
-			for i, r := range rdbs {
-				nodes[i] = r
-			}
-			var err error
-			if c, err = dlock.NewQuorum(nodes, opts...); err != nil {
-				closeAll(rdbs)
-				return nil, err
-			}
-		}
-		return &dlockSession{c: c, rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
+		return openDlock(id, o)
 	case libRedsync:
 		rdbs := goRedisClients(o)
 		pools := make([]redsyncredis.Pool, len(rdbs))
@@ -209,6 +190,28 @@ func open(id string, o openOpts) (session, error) {
 		return &rueidisSession{l: l}, nil
 	}
 	return nil, fmt.Errorf("unknown library %q", id)
+}
+
+// openDlock opens a session of dlock or one of its variants.
+func openDlock(id string, o openOpts) (session, error) {
+	rdbs := dlockClients(o)
+	var opts []dlock.Option
+	if id == libDlockNoOwner {
+		opts = append(opts, dlock.WithOwner(""))
+	}
+	if len(rdbs) == 1 {
+		return &dlockSession{c: dlock.New(rdbs[0], opts...), rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
+	}
+	nodes := make([]redis.UniversalClient, len(rdbs))
+	for i, r := range rdbs {
+		nodes[i] = r
+	}
+	c, err := dlock.NewQuorum(nodes, opts...)
+	if err != nil {
+		closeAll(rdbs)
+		return nil, err
+	}
+	return &dlockSession{c: c, rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
 }
 
 func goRedisClients(o openOpts) []*redis.Client {
