@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +28,15 @@ import (
 
 // Library identifiers, as used in flags, JSON and tables.
 const (
-	libDlock       = "dlock"
-	libDlockFair   = "dlock-fair"
-	libRedsync     = "redsync"
-	libRedislock   = "redislock"
-	libRueidislock = "rueidislock"
-	libSetNX       = "setnx"
+	libDlock     = "dlock"
+	libDlockFair = "dlock-fair"
+	// libDlockNoOwner is a variant: dlock's Mutex with WithOwner(""), no owner key and
+	// plain tokens, beside which the default's owner key is measured.
+	libDlockNoOwner = "dlock-noowner"
+	libRedsync      = "redsync"
+	libRedislock    = "redislock"
+	libRueidislock  = "rueidislock"
+	libSetNX        = "setnx"
 )
 
 // retryDelay is the retry interval of every library that polls.
@@ -65,8 +69,28 @@ var libraries = []libInfo{
 		Config: "go-redis: SET key token NX PX ttl, retried every 1ms; Unlock: EVALSHA compare-and-delete"},
 }
 
+// variants are dlock configured otherwise, to measure what one option costs beside the
+// default. They run only when --libs names them and have no column in the generated
+// report (its columns are the libraries above): read their figures from --json.
+var variants = []libInfo{
+	{ID: libDlockNoOwner, Label: "dlock Mutex, no owner", Module: "github.com/seed51c676c8/dlock", Quorum: true, AutoRenew: true,
+		Config: "as dlock Mutex, with WithOwner(\"\"): no owner key, plain tokens"},
+}
+
+// allLibs returns the libraries, then the variants.
+func allLibs() []libInfo { return append(slices.Clip(libraries), variants...) }
+
+func isVariant(id string) bool {
+	for _, l := range variants {
+		if l.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func libByID(id string) (libInfo, bool) {
-	for _, l := range libraries {
+	for _, l := range allLibs() {
 		if l.ID == id {
 			return l, true
 		}
@@ -114,23 +138,8 @@ func open(id string, o openOpts) (session, error) {
 		return nil, errors.New("no server address")
 	}
 	switch id {
-	case libDlock, libDlockFair:
-		rdbs := dlockClients(o)
-		var c *dlock.Client
-		if len(rdbs) == 1 {
-			c = dlock.New(rdbs[0])
-		} else {
-			nodes := make([]redis.UniversalClient, len(rdbs))
-			for i, r := range rdbs {
-				nodes[i] = r
-			}
-			var err error
-			if c, err = dlock.NewQuorum(nodes); err != nil {
-				closeAll(rdbs)
-				return nil, err
-			}
-		}
-		return &dlockSession{c: c, rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
+	case libDlock, libDlockFair, libDlockNoOwner:
+		return openDlock(id, o)
 	case libRedsync:
 		rdbs := goRedisClients(o)
 		pools := make([]redsyncredis.Pool, len(rdbs))
@@ -181,6 +190,28 @@ func open(id string, o openOpts) (session, error) {
 		return &rueidisSession{l: l}, nil
 	}
 	return nil, fmt.Errorf("unknown library %q", id)
+}
+
+// openDlock opens a session of dlock or one of its variants.
+func openDlock(id string, o openOpts) (session, error) {
+	rdbs := dlockClients(o)
+	var opts []dlock.Option
+	if id == libDlockNoOwner {
+		opts = append(opts, dlock.WithOwner(""))
+	}
+	if len(rdbs) == 1 {
+		return &dlockSession{c: dlock.New(rdbs[0], opts...), rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
+	}
+	nodes := make([]redis.UniversalClient, len(rdbs))
+	for i, r := range rdbs {
+		nodes[i] = r
+	}
+	c, err := dlock.NewQuorum(nodes, opts...)
+	if err != nil {
+		closeAll(rdbs)
+		return nil, err
+	}
+	return &dlockSession{c: c, rdbs: rdbs, fair: id == libDlockFair, ttl: o.TTL}, nil
 }
 
 func goRedisClients(o openOpts) []*redis.Client {

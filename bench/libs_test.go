@@ -1,8 +1,10 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRespScanner counts the commands of a stream however it is cut into writes.
@@ -22,5 +24,22 @@ func TestRespScanner(t *testing.T) {
 				t.Fatalf("cut at %d, then every %d bytes: %d commands, want 4", cut, step, n)
 			}
 		}
+	}
+}
+
+// A variant runs only where --libs names it, in the scenarios of the library it varies.
+func TestSelectedLibsRunVariantsOnlyWhenNamed(t *testing.T) {
+	if got := selectedLibs(scThroughput, nil); slices.Contains(got, libDlockNoOwner) {
+		t.Errorf("throughput, no --libs: %v, want no variant", got)
+	}
+	named := []string{libDlock, libDlockNoOwner}
+	if got := selectedLibs(scThroughput, named); !slices.Equal(got, named) {
+		t.Errorf("throughput, --libs %v: %v", named, got)
+	}
+	if got := selectedLibs(scFair, named); len(got) != 0 {
+		t.Errorf("fair, --libs %v: %v, want none (neither is fair)", named, got)
+	}
+	if err := checkConfig(benchConfig{Libs: named, Runs: 1, Duration: time.Second, Leases: 1, LeaseTTL: time.Second}); err != nil {
+		t.Errorf("--libs %v: %v", named, err)
 	}
 }

@@ -8,6 +8,10 @@
 // quorum-lat025 and quorum-lat1 (behind a delay proxy), hotkey, fair, fair-1proc, leases. Each is repeated --runs times, the libraries in a rotating order, and the
 // report gives the median of the runs and dlock's ratio to the best peer. See
 // BENCHMARKS.md for what each scenario measures.
+//
+// Variants of dlock run only when --libs names them, and have no column in the report:
+// dlock-noowner is the Mutex with WithOwner(""), to measure the owner's cost beside the
+// default (go run ./bench --only commands,throughput --libs dlock,dlock-noowner --json FILE).
 package main
 
 import (
@@ -135,10 +139,11 @@ func splitList(s string) []string {
 	return out
 }
 
+// libIDs lists the libraries, then the variants (run only when --libs names them).
 func libIDs() []string {
-	ids := make([]string, len(libraries))
-	for i, l := range libraries {
-		ids[i] = l.ID
+	var ids []string
+	for _, l := range allLibs() {
+		ids = append(ids, l.ID)
 	}
 	return ids
 }
@@ -265,11 +270,14 @@ func checkConfig(cfg benchConfig) error {
 	return nil
 }
 
+// selectedLibs returns the libraries that scenario sc runs: those --libs names (only), or
+// every library but the variants when it names none.
 func selectedLibs(sc string, only []string) []string {
 	var out []string
-	for _, l := range scenarioLibs(sc) {
-		if len(only) == 0 || slices.Contains(only, l) {
-			out = append(out, l)
+	for _, l := range allLibs() {
+		named := slices.Contains(only, l.ID)
+		if measures(sc, l) && (named || len(only) == 0 && !isVariant(l.ID)) {
+			out = append(out, l.ID)
 		}
 	}
 	return out

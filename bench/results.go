@@ -28,25 +28,30 @@ var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scQuo
 func isHotKey(sc string) bool { return sc == scHotKey || sc == scFair || sc == scFair1Proc }
 
 // scenarioLibs returns the libraries a scenario measures; the others are N/A there.
+// Variants are left out: they run only when --libs names them (selectedLibs).
 func scenarioLibs(sc string) []string {
 	var out []string
 	for _, l := range libraries {
-		ok := true
-		switch sc {
-		case scHotKey:
-			ok = l.ID != libDlockFair // the fair scenario has it
-		case scFair, scFair1Proc:
-			ok = l.Fair
-		case scQuorum, scQuorumLat025, scQuorumLat1:
-			ok = l.Quorum
-		case scLeases:
-			ok = l.AutoRenew
-		}
-		if ok {
+		if measures(sc, l) {
 			out = append(out, l.ID)
 		}
 	}
 	return out
+}
+
+// measures tells whether scenario sc measures library (or variant) l.
+func measures(sc string, l libInfo) bool {
+	switch sc {
+	case scHotKey:
+		return l.ID != libDlockFair // the fair scenario has it
+	case scFair, scFair1Proc:
+		return l.Fair
+	case scQuorum, scQuorumLat025, scQuorumLat1:
+		return l.Quorum
+	case scLeases:
+		return l.AutoRenew
+	}
+	return true
 }
 
 // result is one measurement: one scenario, one library, one run.

@@ -348,10 +348,12 @@ func releaseAll(ls []locker) {
 
 // commands: one goroutine, cfg.CommandOps uncontended Lock+Unlock pairs; the server's
 // INFO commandstats delta counts every command it executed, inside scripts too, and
-// MONITOR tells the commands the client sent from those that scripts ran.
+// MONITOR tells the commands the client sent from those that scripts ran; the session's
+// counters, its round trips.
 func (b *bench) commands(lib string, run int) *result {
 	res := newResult(scCommands, lib, run)
-	s, err := open(lib, openOpts{Addrs: []string{b.single.Addr}, TTL: b.cfg.TTL})
+	var cnt counters
+	s, err := open(lib, openOpts{Addrs: []string{b.single.Addr}, TTL: b.cfg.TTL, Count: &cnt})
 	if err != nil {
 		return res.fail(err)
 	}
@@ -376,11 +378,13 @@ func (b *bench) commands(lib string, run int) *result {
 		return res.fail(err)
 	}
 	n := b.cfg.CommandOps
+	cnt.reset()
 	for range n {
 		if err := lockUnlockTimeout(lk); err != nil {
 			return res.fail(err)
 		}
 	}
+	res.Metrics["client_calls_per_op"] = float64(cnt.calls.Load()) / float64(n)
 	after, err := b.commandStats(b.single.Addr)
 	if err != nil {
 		return res.fail(err)

@@ -14,6 +14,7 @@ import (
 const (
 	keyName     = attribute.Key("dlock.lock.name")
 	keyKind     = attribute.Key("dlock.lock.kind")
+	keyOwner    = attribute.Key("dlock.owner")         // the Client's owner name, on spans only
 	keyToken    = attribute.Key("dlock.token")         // the fencing token
 	keyAttempts = attribute.Key("dlock.attempts")      // attempts a call made in Redis
 	keyVerdict  = attribute.Key("dlock.verdict")       // an attempt's verdict (the last one's, on a span)

@@ -21,14 +21,16 @@
 // call to its return. Its attributes: dlock.lock.name, dlock.lock.kind, dlock.attempts (the
 // attempts made in Redis), dlock.wait.outcome (acquired,
 // refused: TryLock found it held, or gave_up), dlock.wait.duration (seconds),
-// dlock.token (the fencing token, when acquired) and dlock.verdict, the verdict of the
-// last attempt (acquired, held, split, late, failed). A call that gave up has status
-// Error and the error as an event; a refusal is not an error.
+// dlock.token (the fencing token, when acquired), dlock.verdict, the verdict of the
+// last attempt (acquired, held, split, late, failed), and dlock.owner, the owner name of
+// the Client that made the call (dlock.WithOwner, by default "host:pid"; absent for a
+// Client without one). A call that gave up has status Error and the error as an event; a
+// refusal is not an error.
 //
 // A hold's span ("dlock.hold mutex") lasts from the acquisition to the release or the
-// loss, with dlock.lock.name, dlock.lock.kind, dlock.token and dlock.hold.end (released,
-// expired or taken); a lost hold has status Error and dlock.hold.reason. It is linked to
-// the span of the call that acquired it.
+// loss, with dlock.lock.name, dlock.lock.kind, dlock.token, dlock.owner and
+// dlock.hold.end (released, expired or taken); a lost hold has status Error and
+// dlock.hold.reason. It is linked to the span of the call that acquired it.
 //
 // Both spans are children of the caller's span: the call's of the span in the ctx given to
 // Lock, the hold's of the span in the lease's context (which keeps that ctx's values).
@@ -65,5 +67,6 @@
 // Lock names such as "order:42" are unbounded, and each would make time series of its
 // own: metrics carry at most WithMaxNames names (DefaultMaxNames), the first seen, and
 // Other for every later one; WithNameMapper folds names before that. Spans carry the
-// lock's own name.
+// lock's own name. For the same reason metrics never carry dlock.owner: the default owner,
+// host and pid, is new at every restart.
 package dlockotel

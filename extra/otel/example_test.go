@@ -30,7 +30,8 @@ func Example() {
 		return
 	}
 	srv := dlocktest.Start(t) // your Redis: dlock.New(rdb, dlock.WithObserver(tel.Observer()))
-	client := srv.NewClient(dlock.WithObserver(tel.Observer()))
+	// WithOwner names the spans' dlock.owner; by default it is "host:pid".
+	client := srv.NewClient(dlock.WithOwner("billing-1"), dlock.WithObserver(tel.Observer()))
 	ctx := context.Background()
 
 	lease, err := client.Mutex("report").Lock(ctx)
@@ -61,8 +62,8 @@ func Example() {
 		}
 	}
 	// Output:
-	// span "dlock.Lock mutex": dlock.lock.name=report dlock.lock.kind=mutex dlock.attempts=1 dlock.wait.outcome=acquired dlock.verdict=acquired dlock.token=1 links=0
-	// span "dlock.hold mutex": dlock.lock.name=report dlock.lock.kind=mutex dlock.token=1 dlock.hold.end=released links=1
+	// span "dlock.Lock mutex": dlock.lock.name=report dlock.lock.kind=mutex dlock.attempts=1 dlock.wait.outcome=acquired dlock.owner=billing-1 dlock.verdict=acquired dlock.token=1 links=0
+	// span "dlock.hold mutex": dlock.lock.name=report dlock.lock.kind=mutex dlock.token=1 dlock.hold.end=released dlock.owner=billing-1 links=1
 	// dlock.acquisitions: 1
 }
 

@@ -93,22 +93,28 @@ func (m metrics) count(name string, match ...attribute.KeyValue) uint64 {
 // names are the distinct dlock.lock.name values of a metric's data points.
 func (m metrics) names(name string) map[string]bool {
 	seen := map[string]bool{}
-	add := func(set attribute.Set) {
+	for _, set := range attributeSets(m[name]) {
 		if v, ok := set.Value("dlock.lock.name"); ok {
 			seen[v.AsString()] = true
 		}
 	}
-	switch d := m[name].Data.(type) {
+	return seen
+}
+
+// attributeSets returns the attribute sets of a metric's data points.
+func attributeSets(md metricdata.Metrics) []attribute.Set {
+	var sets []attribute.Set
+	switch d := md.Data.(type) {
 	case metricdata.Sum[int64]:
 		for _, dp := range d.DataPoints {
-			add(dp.Attributes)
+			sets = append(sets, dp.Attributes)
 		}
 	case metricdata.Histogram[float64]:
 		for _, dp := range d.DataPoints {
-			add(dp.Attributes)
+			sets = append(sets, dp.Attributes)
 		}
 	}
-	return seen
+	return sets
 }
 
 func has(set attribute.Set, match []attribute.KeyValue) bool {

@@ -74,11 +74,14 @@ func holdName(kind string) string {
 // if known.
 func (s *spans) waitEnded(ev dlock.WaitEnd, outcome int, verdict dlock.Verdict, known bool) {
 	end := time.Now()
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		keyName.String(ev.Name), keyKind.String(ev.Kind),
 		keyAttempts.Int(ev.Attempts), keyOutcome.String(outcomeNames[outcome]),
 		keyWaited.Float64(ev.Waited.Seconds()))
+	if ev.Owner != "" {
+		attrs = append(attrs, keyOwner.String(ev.Owner))
+	}
 	if known {
 		attrs = append(attrs, keyVerdict.String(verdict.String()))
 	}
@@ -107,9 +110,12 @@ func (s *spans) holdEnded(ev dlock.HoldEnd) {
 	call, linked := s.calls[k]
 	delete(s.calls, k)
 	s.mu.Unlock()
-	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, keyName.String(ev.Name), keyKind.String(ev.Kind),
 		keyToken.Int64(int64(ev.Token)), keyEnd.String(ev.Cause.String()))
+	if ev.Owner != "" {
+		attrs = append(attrs, keyOwner.String(ev.Owner))
+	}
 	if ev.Cause != dlock.NotLost {
 		attrs = append(attrs, keyReason.String(ev.Reason))
 	}

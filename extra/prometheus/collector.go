@@ -19,8 +19,8 @@ var ErrBadBuckets = errors.New("dlockprom: histogram bucket bounds must be stric
 //	registry.MustRegister(metrics)
 //	client := dlock.New(rdb, dlock.WithObserver(metrics.Observer()))
 //
-// It exports, with the labels name and kind (the package documentation says what each
-// counts):
+// It exports, with the labels name and kind, and owner with WithOwnerLabel (the package
+// documentation says what each counts):
 // dlock_wait_seconds and dlock_hold_seconds (histograms), dlock_acquisitions_total,
 // dlock_refusals_total, dlock_give_ups_total{reason}, dlock_attempts_total{verdict},
 // dlock_losses_total{cause}, dlock_renewal_failures_total,

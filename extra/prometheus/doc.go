@@ -20,7 +20,7 @@
 //
 // Every metric but the last has the labels name (the lock's name, or the label
 // WithNameLabel makes of it) and kind (mutex, fair, read, write or semaphore: an RWMutex's
-// read and write leases are apart):
+// read and write leases are apart), and owner too with WithOwnerLabel (see Owners):
 //
 //   - dlock_wait_seconds, a histogram of how long Lock, TryLock and Acquire calls took,
 //     whatever they came to; its _sum's rate is how many callers wait at once, on average.
@@ -47,6 +47,15 @@
 // The series of a name and kind are made, at 0, by their first event. Several Clients
 // may share one Collector; their events add up.
 //
+// # Owners
+//
+// WithOwnerLabel adds the label owner to every metric that has name and kind: the owner
+// name of the Client that sent the event (dlock.WithOwner, by default "host:pid"), so that
+// the series of one program's Clients can be told from another's, with the names that
+// dlock status shows. It is off by default, and dashboard.json and alerts.yml are written
+// for the default: host and pid change at every restart, and each owner makes its own
+// series.
+//
 // # Bounded labels
 //
 // Lock names are often unbounded ("order:42"), and every name label makes 57 series for
@@ -56,6 +65,13 @@
 // is reached are counted under the label OtherName, "other". A name keeps the label it
 // got first, and the Collector keeps nothing of a name counted as other, so its memory
 // stays bounded too.
+//
+// Owners have a bound of their own, WithMaxOwners (DefaultMaxOwners, 10, unless set),
+// counted in the same way, past which owners are counted under OtherName. The bounds are
+// apart so that each keeps its meaning: a name counts once against the names' bound
+// whatever its owners, and its series are multiplied by at most the owner bound plus one.
+// A Collector sees the owners of the Clients it observes, normally one per Client and all
+// in its process; the bound is for a program that names Clients by job or request.
 //
 // # Cost
 //

@@ -88,6 +88,29 @@ func ExampleWithMaxNames() {
 	// dlock_acquisitions_total{kind="mutex",name="other"} 2
 }
 
+func ExampleWithOwnerLabel() {
+	metrics, err := dlockprom.New(dlockprom.WithOwnerLabel())
+	if err != nil {
+		panic(err)
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(metrics)
+	srv := dlocktest.Start(t)
+	// Two programs' Clients, named; by default each is named "host:pid".
+	for _, owner := range []string{"billing-1", "billing-2"} {
+		client := srv.NewClient(dlock.WithOwner(owner), dlock.WithObserver(metrics.Observer()))
+		lease, err := client.Mutex("nightly-report").Lock(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		lease.Unlock(context.Background())
+	}
+	printSeries(registry, "dlock_acquisitions_total")
+	// Output:
+	// dlock_acquisitions_total{kind="mutex",name="nightly-report",owner="billing-1"} 1
+	// dlock_acquisitions_total{kind="mutex",name="nightly-report",owner="billing-2"} 1
+}
+
 // printSeries prints the series of the named metrics that g gathers, in the order given,
 // each series with its labels, sorted, and its value (a histogram's sample count).
 func printSeries(g prometheus.Gatherer, names ...string) {

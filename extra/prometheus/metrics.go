@@ -4,11 +4,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The labels. Every lock metric has name and kind; kind is the event's Kind (dlock.KindMutex,
-// KindFair, KindRead, KindWrite, KindSemaphore).
+// The labels. Every lock metric has name and kind, and owner with WithOwnerLabel; kind is
+// the event's Kind (dlock.KindMutex, KindFair, KindRead, KindWrite, KindSemaphore).
 const (
 	labelName    = "name"
 	labelKind    = "kind"
+	labelOwner   = "owner"
 	labelReason  = "reason"  // give-ups: why the wait ended without the lock
 	labelVerdict = "verdict" // attempts: dlock.Verdict.String()
 	labelCause   = "cause"   // losses: dlock.LossCause.String()
@@ -43,7 +44,10 @@ type metrics struct {
 
 func newMetrics(cfg config) metrics {
 	lock := []string{labelName, labelKind}
-	with := func(l string) []string { return []string{labelName, labelKind, l} }
+	if cfg.ownerLabel {
+		lock = append(lock, labelOwner)
+	}
+	with := func(l string) []string { return append(lock[:len(lock):len(lock)], l) }
 	counter := func(name, help string, labels []string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "dlock", Name: name, Help: help}, labels)
 	}

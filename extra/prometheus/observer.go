@@ -9,8 +9,8 @@ import (
 
 // Observer returns the dlock.Observer that feeds c: give it to dlock.WithObserver. Every
 // call returns an equivalent Observer. Its functions only update metrics: they never
-// block, and allocate nothing once the series of the event's name label and kind exist
-// (the first event of each makes them).
+// block, and allocate nothing once the series of the event's name label, kind and owner
+// label exist (the first event of each makes them).
 func (c *Collector) Observer() dlock.Observer {
 	return dlock.Observer{
 		WaitStarted: c.waitStarted,
@@ -24,16 +24,16 @@ func (c *Collector) Observer() dlock.Observer {
 }
 
 func (c *Collector) waitStarted(e dlock.WaitStart) {
-	c.labels.get(e.Name, e.Kind).waiters.Inc()
+	c.labels.get(e.Name, e.Kind, e.Owner).waiters.Inc()
 }
 
 func (c *Collector) attempted(e dlock.Attempt) {
-	c.labels.get(e.Name, e.Kind).attempt(&c.m, e.Verdict).Inc()
+	c.labels.get(e.Name, e.Kind, e.Owner).attempt(&c.m, e.Verdict).Inc()
 }
 
 // waitEnded counts the call's outcome. An acquisition starts a hold, which HoldEnded ends.
 func (c *Collector) waitEnded(e dlock.WaitEnd) {
-	s := c.labels.get(e.Name, e.Kind)
+	s := c.labels.get(e.Name, e.Kind, e.Owner)
 	s.waiters.Dec()
 	s.wait.Observe(e.Waited.Seconds())
 	switch {
@@ -61,7 +61,7 @@ func giveUpReason(err error) int {
 }
 
 func (c *Collector) holdEnded(e dlock.HoldEnd) {
-	s := c.labels.get(e.Name, e.Kind)
+	s := c.labels.get(e.Name, e.Kind, e.Owner)
 	s.held.Dec()
 	s.hold.Observe(e.Held.Seconds())
 	if e.Cause != dlock.NotLost {
@@ -70,7 +70,7 @@ func (c *Collector) holdEnded(e dlock.HoldEnd) {
 }
 
 func (c *Collector) renewal(e dlock.Renewal) {
-	s := c.labels.get(e.Name, e.Kind)
+	s := c.labels.get(e.Name, e.Kind, e.Owner)
 	if e.Recovered {
 		s.renewalOKs.Inc()
 	} else {
@@ -79,7 +79,7 @@ func (c *Collector) renewal(e dlock.Renewal) {
 }
 
 func (c *Collector) handedOff(e dlock.HandOff) {
-	c.labels.get(e.Name, e.Kind).handOff(e.Local).Inc()
+	c.labels.get(e.Name, e.Kind, e.Owner).handOff(e.Local).Inc()
 }
 
 // nodeSilent counts by address: a deployment has few nodes, so the label stays bounded.

@@ -8,8 +8,14 @@ type Option func(*config)
 const DefaultMaxNames = 100
 
 // OtherName is the name label of every lock whose name came after the bound
-// (WithMaxNames), or whose WithNameLabel function returned "".
+// (WithMaxNames), or whose WithNameLabel function returned "", and the owner label of
+// every owner that came after the bound (WithMaxOwners).
 const OtherName = "other"
+
+// DefaultMaxOwners is how many distinct owner labels a Collector made WithOwnerLabel
+// gives when WithMaxOwners does not say: the owners after that are counted under
+// OtherName.
+const DefaultMaxOwners = 10
 
 // DefaultWaitBuckets and DefaultHoldBuckets are the upper bounds, in seconds, of the wait
 // and hold histograms' buckets: from a millisecond (a Lock that found the lock free, on a
@@ -22,12 +28,14 @@ var (
 type config struct {
 	nameLabel   func(name string) string
 	maxNames    int
+	ownerLabel  bool
+	maxOwners   int
 	waitBuckets []float64
 	holdBuckets []float64
 }
 
 func newConfig(opts []Option) config {
-	c := config{maxNames: DefaultMaxNames, waitBuckets: DefaultWaitBuckets, holdBuckets: DefaultHoldBuckets}
+	c := config{maxNames: DefaultMaxNames, maxOwners: DefaultMaxOwners, waitBuckets: DefaultWaitBuckets, holdBuckets: DefaultHoldBuckets}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -57,6 +65,32 @@ func WithMaxNames(n int) Option {
 			n = DefaultMaxNames
 		}
 		c.maxNames = n
+	}
+}
+
+// WithOwnerLabel adds the label owner, the owner name of the Client that sent the event
+// (dlock.WithOwner; "" for a Client without one), to every metric that has name and
+// kind. It is off by default: the default owner, "host:pid", changes at every restart, so
+// each restart starts new series and leaves the old ones to go stale, and a query that
+// does not sum over owner sees one series per owner. Only the first WithMaxOwners owners
+// get a label of their own.
+func WithOwnerLabel() Option {
+	return func(c *config) { c.ownerLabel = true }
+}
+
+// WithMaxOwners bounds the distinct owner labels at n, apart from the bound on names: once
+// n owners have a label, the events of any other owner are counted under OtherName, and
+// an owner keeps the label it was given first. A Collector normally sees one owner per
+// Client it observes, all in its own process; the bound keeps a program that names its
+// Clients by request or by job from multiplying the series. The empty owner counts
+// against no bound. n <= 0 means DefaultMaxOwners. It has no effect without
+// WithOwnerLabel.
+func WithMaxOwners(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			n = DefaultMaxOwners
+		}
+		c.maxOwners = n
 	}
 }
 

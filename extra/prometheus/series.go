@@ -15,10 +15,11 @@ var (
 	reasons  = []string{reasonCanceled, reasonDeadline, reasonClosed, reasonError}
 )
 
-// series holds the metrics of one name label and kind, resolved from their vectors once,
-// so that an event costs a map lookup and the metric's own update, and allocates nothing.
+// series holds the metrics of one name label, kind and owner label, resolved from their
+// vectors once, so that an event costs a map lookup and the metric's own update, and
+// allocates nothing.
 type series struct {
-	name, kind   string // the labels
+	lv           []string // the label values: name, kind, and owner with WithOwnerLabel
 	wait, hold   prometheus.Observer
 	acquisitions prometheus.Counter
 	refusals     prometheus.Counter
@@ -32,31 +33,41 @@ type series struct {
 	waiters      prometheus.Gauge
 }
 
-// newSeries resolves, and so creates at 0, every series of name and kind.
-func newSeries(m *metrics, name, kind string) *series {
+// newSeries resolves, and so creates at 0, every series of key; its owner is a label
+// only with WithOwnerLabel (withOwner).
+func newSeries(m *metrics, key seriesKey, withOwner bool) *series {
+	lv := []string{key.name, key.kind}
+	if withOwner {
+		lv = append(lv, key.owner)
+	}
 	s := &series{
-		name: name, kind: kind,
-		wait:         m.wait.WithLabelValues(name, kind),
-		hold:         m.hold.WithLabelValues(name, kind),
-		acquisitions: m.acquisitions.WithLabelValues(name, kind),
-		refusals:     m.refusals.WithLabelValues(name, kind),
-		renewalFails: m.renewalFails.WithLabelValues(name, kind),
-		renewalOKs:   m.renewalOKs.WithLabelValues(name, kind),
-		held:         m.held.WithLabelValues(name, kind),
-		waiters:      m.waiters.WithLabelValues(name, kind),
+		lv:           lv,
+		wait:         m.wait.WithLabelValues(lv...),
+		hold:         m.hold.WithLabelValues(lv...),
+		acquisitions: m.acquisitions.WithLabelValues(lv...),
+		refusals:     m.refusals.WithLabelValues(lv...),
+		renewalFails: m.renewalFails.WithLabelValues(lv...),
+		renewalOKs:   m.renewalOKs.WithLabelValues(lv...),
+		held:         m.held.WithLabelValues(lv...),
+		waiters:      m.waiters.WithLabelValues(lv...),
 	}
 	for i, r := range reasons {
-		s.giveUps[i] = m.giveUps.WithLabelValues(name, kind, r)
+		s.giveUps[i] = m.giveUps.WithLabelValues(s.with(r)...)
 	}
 	for _, v := range verdicts {
-		s.attempts[v] = m.attempts.WithLabelValues(name, kind, v.String())
+		s.attempts[v] = m.attempts.WithLabelValues(s.with(v.String())...)
 	}
 	for _, c := range causes[1:] {
-		s.losses[c] = m.losses.WithLabelValues(name, kind, c.String())
+		s.losses[c] = m.losses.WithLabelValues(s.with(c.String())...)
 	}
-	s.handOffs[0] = m.handOffs.WithLabelValues(name, kind, "false")
-	s.handOffs[1] = m.handOffs.WithLabelValues(name, kind, "true")
+	s.handOffs[0] = m.handOffs.WithLabelValues(s.with("false")...)
+	s.handOffs[1] = m.handOffs.WithLabelValues(s.with("true")...)
 	return s
+}
+
+// with returns the series' label values and then v, in a new slice.
+func (s *series) with(v string) []string {
+	return append(s.lv[:len(s.lv):len(s.lv)], v)
 }
 
 // attempt returns the counter of verdict v.
@@ -64,7 +75,7 @@ func (s *series) attempt(m *metrics, v dlock.Verdict) prometheus.Counter {
 	if v >= 0 && int(v) < len(s.attempts) {
 		return s.attempts[v]
 	}
-	return m.attempts.WithLabelValues(s.name, s.kind, v.String())
+	return m.attempts.WithLabelValues(s.with(v.String())...)
 }
 
 // loss returns the counter of cause c, which is not NotLost.
@@ -72,7 +83,7 @@ func (s *series) loss(m *metrics, c dlock.LossCause) prometheus.Counter {
 	if c > dlock.NotLost && int(c) < len(s.losses) {
 		return s.losses[c]
 	}
-	return m.losses.WithLabelValues(s.name, s.kind, c.String())
+	return m.losses.WithLabelValues(s.with(c.String())...)
 }
 
 // handOff returns the counter of a hand-off (local) or a grant.
