@@ -53,8 +53,9 @@ func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 	return b
 }
 
-// lane returns the queue of c's lane key (Call.Lane), chosen by the key's Redis Cluster hash tag
-// (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
+// lane returns the queue of c's lane key (Call.Lane, else its first key), chosen by the
+// key's Redis Cluster hash tag (FNV-1a of it), so that every key of one lock, which shares
+// the tag, shares the lane.
 func (b *lanes) lane(c *Call) chan *Call {
 	key := c.laneKey()
 	if key == "" || len(b.lanes) == 1 {
