@@ -74,14 +74,16 @@ func newAuto(rdb redis.UniversalClient, collectors int) *auto {
 
 // lane returns the index of c's lane: by the hash tag of its first key, as in lanes.
 func (a *auto) lane(c *Call) int {
-	key := c.laneKey()
-	if key == "" || len(a.collectors) == 1 {
+	if len(c.Keys) == 0 || len(a.collectors) == 1 {
 		return 0
 	}
-	return int(tagHash(key) % uint32(len(a.collectors)))
+	return int(tagHash(c.Keys[0]) % uint32(len(a.collectors)))
 }
 
 func (a *auto) send(c *Call, wait bool) bool {
+	if c.Before != nil {
+		a.send(c.Before, false) // submitted first to the one AutoPipeliner: written ahead of c
+	}
 	a.sending.RLock()
 	defer a.sending.RUnlock()
 	if a.isStopped() {

@@ -75,10 +75,10 @@ type Call struct {
 	// caller that sends the same keys many times: it saves an allocation per key and call.
 	KeyArgs []any
 	Node    int // for the caller: which node the call went to
-	// Lane, if set, is the key whose lane carries the call instead of Keys[0]'s: a call
-	// queued just before another with Lane set to that call's first key goes out in the
-	// same round trip (or the one before it), on the same connection.
-	Lane     string
+	// Before, if not nil, is a call to send just ahead of this one, in the same round trip
+	// (on a Cluster, the same pipeline, whose parts go to their masters at once), that no
+	// one waits for: it is answered on its own Done.
+	Before   *Call
 	Deadline time.Time // zero for none; a call still queued at its deadline is not sent
 	// Values, if not nil, is the context of the caller the call is made for, of which only
 	// the values are used (Deadline, not its deadline or cancellation, bounds the call).
@@ -272,10 +272,24 @@ func IsNilClient(rdb redis.UniversalClient) bool {
 	return false
 }
 
-// laneKey is the key that chooses c's lane: Lane, else its first key ("" for none).
-func (c *Call) laneKey() string {
-	if c.Lane != "" {
-		return c.Lane
+// withBefore returns batch with the Before of each call (Call.Before) just ahead of it:
+// batch itself when no call has one, the common case.
+func withBefore(batch []*Call) []*Call {
+	n := 0
+	for _, c := range batch {
+		if c.Before != nil {
+			n++
+		}
 	}
-	return firstKey(c)
+	if n == 0 {
+		return batch
+	}
+	out := make([]*Call, 0, len(batch)+n)
+	for _, c := range batch {
+		if c.Before != nil {
+			out = append(out, c.Before)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -53,15 +53,13 @@ func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 	return b
 }
 
-// lane returns the queue of c's lane key (Call.Lane, else its first key), chosen by the
-// key's Redis Cluster hash tag (FNV-1a of it), so that every key of one lock, which shares
-// the tag, shares the lane.
+// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
+// (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
 func (b *lanes) lane(c *Call) chan *Call {
-	key := c.laneKey()
-	if key == "" || len(b.lanes) == 1 {
+	if len(c.Keys) == 0 || len(b.lanes) == 1 {
 		return b.lanes[0]
 	}
-	return b.lanes[tagHash(key)%uint32(len(b.lanes))]
+	return b.lanes[tagHash(c.Keys[0])%uint32(len(b.lanes))]
 }
 
 // tagHash is FNV-1a of key's hash tag.
@@ -240,7 +238,7 @@ func (b *lanes) drain(rtp **roundTrip, calls chan *Call, batch []*Call, overran 
 // deadline and without a limit.
 func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) (overran bool) {
 	rt := *rtp
-	live, _ := dropExpired(batch, time.Now(), 0)
+	live, _ := dropExpired(withBefore(batch), time.Now(), 0)
 	if len(live) == 0 {
 		return
 	}

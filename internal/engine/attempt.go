@@ -29,11 +29,12 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	t.share.prepare(r)
 	tk := &r.tk
+	var owners []*batch.Call
 	if _, named := tk.token.(string); named { // a TimestampMutex's stamp names no owner
-		c.announce(ctx, t.cfg.TTL, t.keys.Lock)
+		owners = c.announce(t.cfg.TTL)
 	}
 	v := canvass(ctx, c, t.parts, nil, t.cfg.TTL,
-		func(p *Target, call *batch.Call) { p.scheme.acquire(p, r, tk, call) },
+		func(p *Target, call *batch.Call) { p.scheme.acquire(p, r, tk, call); ownerWrite(owners, call) },
 		func(v *votes) bool { return v.settled(need) })
 	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 	verdict := v.verdict(need, time.Now().Before(deadline))

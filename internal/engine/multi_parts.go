@@ -32,7 +32,7 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	n, need := len(c.nodes), t.scheme.need(len(c.nodes))
 	t.share.prepare(r)
 	token := r.tk.token
-	c.announce(ctx, t.cfg.TTL, t.parts[0].keys.Lock)
+	owners := c.announce(t.cfg.TTL)          // sent with the first part's calls
 	polls := make([]*votes, 0, len(t.parts)) // each part's, by part
 	var fence, settled int64
 	defer func() { hearParts(c, t.parts, polls, settled) }()
@@ -42,7 +42,10 @@ func acquireParts(ctx, lockCtx context.Context, r *request) attempt {
 	for i, p := range t.parts {
 		floor := any(strconv.FormatInt(fence, 10))
 		v = canvass(ctx, c, p.parts, nil, t.cfg.TTL,
-			func(p *Target, call *batch.Call) { p.scheme.(*multiScheme).acquireAbove(p, token, floor, call) },
+			func(p *Target, call *batch.Call) {
+				p.scheme.(*multiScheme).acquireAbove(p, token, floor, call)
+				ownerWrite(owners, call)
+			},
 			func(v *votes) bool { return v.settled(need) })
 		polls = append(polls, v)
 		if i == 0 {

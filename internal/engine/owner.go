@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +11,8 @@ import (
 
 // Owner names: a Client that has an owner name (WithOwner) begins every token it makes
 // with its id and keeps the name in one key per node (keyspace.OwnerKey), written without
-// waiting, in the round trip of an acquisition or a renewal, and only when the key would
+// waiting, in the round trip of an acquisition (batch.Call.Before) or beside a renewal
+// batch, and only when the key would
 // otherwise expire within ownerRefresh of the lease it labels: once per ownerRefresh per
 // node, however many locks the Client takes. The key lasts ownerLife past the lease, so
 // it outlives every lease it names; Close deletes it, and it expires by itself if the
@@ -42,16 +42,17 @@ func newOwner(cfg ClientConfig, id string, n int) owner {
 }
 
 // announce makes sure that c's owner key on every node outlasts a lease of length ttl
-// taken now, by ownerRefresh at least. The write is sent without waiting for it, in the
-// lane of the key lane, so that it goes out with the caller's next call for that key, in
-// the same round trip, with ctx's values for the hooks; "" lets it take its own. Its
-// failure is not seen: a node that lost the key (restarted empty) has it again at the
-// next write, within ownerRefresh, and Inspect shows no owner meanwhile.
-func (c *Client) announce(ctx context.Context, ttl time.Duration, lane string) {
+// taken now, by ownerRefresh at least, and returns the writes that do it, by node (nil
+// when none is due): the caller sends each without waiting for it, ahead of its own call
+// to the node (batch.Call.Before), or alone (send). Their failure is not seen: a node that
+// lost the key (restarted empty) has it again at the next write, within ownerRefresh, and
+// Inspect shows no owner meanwhile.
+func (c *Client) announce(ttl time.Duration) []*batch.Call {
 	o := &c.owner
 	if o.name == "" {
-		return
+		return nil
 	}
+	var writes []*batch.Call
 	now := time.Now()
 	for i := range o.until {
 		u := &o.until[i]
@@ -63,10 +64,29 @@ func (c *Client) announce(ctx context.Context, ttl time.Duration, lane string) {
 		if !u.CompareAndSwap(old, now.Add(life).UnixNano()) {
 			continue // another goroutine writes it
 		}
-		call := &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, life.Milliseconds()},
-			Node: i, Lane: lane, Values: ctx, Deadline: now.Add(nodeTimeout(c, ttl)), Done: make(chan *batch.Call, 1)}
-		if !c.batchers[i].TrySend(call) {
-			u.CompareAndSwap(now.Add(life).UnixNano(), 0)
+		if writes == nil {
+			writes = make([]*batch.Call, len(o.until))
+		}
+		writes[i] = &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, life.Milliseconds()},
+			Node: i, Deadline: now.Add(nodeTimeout(c, ttl)), Done: make(chan *batch.Call, 1)}
+	}
+	return writes
+}
+
+// ownerWrite attaches the owner write due for call's node, if any, ahead of call.
+func ownerWrite(writes []*batch.Call, call *batch.Call) {
+	if writes != nil && writes[call.Node] != nil {
+		w := writes[call.Node]
+		w.Values = call.Values // in the same round trip: its hooks see the caller's values
+		call.Before, writes[call.Node] = w, nil
+	}
+}
+
+// sendOwner sends the owner writes of announce, each in a round trip of its own.
+func (c *Client) sendOwner(writes []*batch.Call) {
+	for i, w := range writes {
+		if w != nil && !c.batchers[i].TrySend(w) {
+			c.owner.until[i].Store(0) // not sent: the next acquisition or renewal tries again
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -25,7 +24,7 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 			defer applied()
 		}
 	}
-	c.announce(context.Background(), b.maxTTL, "") // in a round trip of its own: renewals go out together (SendAll)
+	c.sendOwner(c.announce(b.maxTTL)) // in a round trip of its own: renewals go out together (SendAll)
 	replies, answered := b.send(c)
 	b.heard(c, replies, answered)
 	now := time.Now()
