@@ -30,6 +30,8 @@ var keyMetric = map[string]string{
 	scHotKey:       "grants_per_s",
 	scFair:         "grants_per_s",
 	scFair1Proc:    "grants_per_s",
+	scHotKey1Proc:  "grants_per_s",
+	scWakeup:       "wake_p50_us",
 	scQuorum:       "p50_5_us",
 	scQuorumLat025: "link_rtt_add_us",
 	scQuorumLat1:   "link_rtt_add_us",
@@ -303,6 +305,29 @@ func TestIssueGoals(t *testing.T) {
 			t.Errorf("%s %s at %v (ratio %v): met %v, want %v", tc.sc, tc.metric, tc.v, tc.ratio, got, tc.met)
 		}
 	}
+	// The FairMutex in one process is judged by its ratios to the Mutex in one process.
+	mutex := &report{Results: []*result{{Scenario: scHotKey1Proc, Lib: libDlock,
+		Metrics: map[string]float64{"grants_per_s": 1000, "server_cpu_us_per_grant": 50}}}}
+	for _, tc := range []struct {
+		metric string
+		v      float64
+		met    bool
+	}{
+		{"grants_per_s", 950, true}, {"grants_per_s", 949, false},
+		{"server_cpu_us_per_grant", 100, true}, {"server_cpu_us_per_grant", 101, false},
+	} {
+		rw := find(scFair1Proc, tc.metric)
+		if rw.met == nil {
+			t.Errorf("fair-1proc %s: no goal", tc.metric)
+			continue
+		}
+		if got := rw.met(mutex, tc.v, math.NaN()); got != tc.met {
+			t.Errorf("fair-1proc %s at %v against the Mutex's: met %v, want %v", tc.metric, tc.v, got, tc.met)
+		}
+		if rw.met(&report{}, tc.v, math.NaN()) {
+			t.Errorf("fair-1proc %s: met without the Mutex's figure", tc.metric)
+		}
+	}
 	if rw := find(scQuorum, "p50_ratio"); rw.met != nil || !strings.Contains(rw.goal, "informative") {
 		t.Errorf("the loopback quorum ratio is judged (goal %q): it measures the machine's wake-ups", rw.goal)
 	}
@@ -317,6 +342,7 @@ func TestHotShape(t *testing.T) {
 		{scHotKey, cfg.HotWorkers, cfg.HotGoroutines},
 		{scFair, cfg.HotWorkers, cfg.HotGoroutines},
 		{scFair1Proc, 1, cfg.HotWorkers * cfg.HotGoroutines},
+		{scHotKey1Proc, 1, cfg.HotWorkers * cfg.HotGoroutines},
 	} {
 		if w, g := cfg.hotShape(tc.sc); w != tc.workers || g != tc.perProcess {
 			t.Errorf("%s: %d processes of %d goroutines, want %d of %d", tc.sc, w, g, tc.workers, tc.perProcess)
