@@ -28,7 +28,7 @@ func (b *bench) serverSnapshot() serverSnapshot {
 // ran (between before and after: the run, from the start line to the workers' exit), and
 // the workers' CPU over their loops. Every grant counts, warm-up window included, as
 // the CPU does.
-func (b *bench) perGrant(res *result, before, after serverSnapshot, client time.Duration, samples []sample) {
+func perGrant(res *result, before, after serverSnapshot, client time.Duration, samples []sample) {
 	grants := 0
 	for _, s := range samples {
 		if s.Acq != 0 {

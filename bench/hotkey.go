@@ -227,7 +227,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 		errs = append(errs, r.Errors...)
 		clientCPU += time.Duration(r.CPUNanos)
 	}
-	b.perGrant(res, srv0, b.serverSnapshot(), clientCPU, samples)
+	perGrant(res, srv0, b.serverSnapshot(), clientCPU, samples)
 	if len(errs) > 0 {
 		res.Err = fmt.Sprintf("%d errors, first: %s", len(errs), errs[0])
 	}

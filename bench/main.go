@@ -5,10 +5,10 @@
 //	go run ./bench --md BENCHMARKS.md --plot bench/waits.png --json bench/results/results.json
 //
 // Scenarios (--only, comma-separated): commands, allocs, throughput, quorum (loopback),
-// quorum-lat025 and quorum-lat1 (behind a delay proxy), wakeup, hotkey, fair, hotkey-1proc,
-// fair-1proc, leases. Each is repeated --runs times, the libraries in a rotating order, and the
-// report gives the median of the runs and dlock's ratio to the best peer. See
-// BENCHMARKS.md for what each scenario measures.
+// quorum-lat025 and quorum-lat1 (behind a delay proxy), wakeup, hotkey, fair,
+// hotkey-1proc, fair-1proc, leases. Each is repeated --runs times, the libraries in a
+// rotating order, and the report gives the median of the runs and dlock's ratio to the
+// best peer. See BENCHMARKS.md for what each scenario measures.
 package main
 
 import (

@@ -349,3 +349,43 @@ func TestHotShape(t *testing.T) {
 		}
 	}
 }
+
+func TestPerGrant(t *testing.T) {
+	before := serverSnapshot{cpu: 100 * time.Millisecond, cpuOK: true,
+		calls: cmdCounts{"evalsha": 10, "info": 3}, usec: cmdCounts{"evalsha": 500}}
+	after := serverSnapshot{cpu: 140 * time.Millisecond, cpuOK: true,
+		calls: cmdCounts{"evalsha": 50, "publish": 20, "info": 9}, usec: cmdCounts{"evalsha": 2500, "publish": 100}}
+	samples := []sample{{Acq: 1}, {Acq: 2}, {}} // a wait that never ended is no grant
+	for range 18 {
+		samples = append(samples, sample{Acq: 3})
+	}
+	res := newResult(scFair1Proc, libDlockFair, 1)
+	perGrant(res, before, after, 60*time.Millisecond, samples)
+	m := res.Metrics
+	want := map[string]float64{"grants": 20, "server_cpu_us_per_grant": 2000, "client_cpu_us_per_grant": 3000,
+		"server_cmds_per_grant": 3, "server_cmd_us_per_grant": 105}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if got := res.Notes["server_commands"]; got != "evalsha 2.00, publish 1.00" {
+		t.Errorf("server_commands note = %q (INFO is the benchmark's own)", got)
+	}
+	// The server's CPU unknown (off Linux): no figure rather than a wrong one.
+	res = newResult(scFair1Proc, libDlockFair, 1)
+	perGrant(res, serverSnapshot{}, serverSnapshot{}, 0, samples)
+	for _, k := range []string{"server_cpu_us_per_grant", "client_cpu_us_per_grant"} {
+		if _, ok := res.Metrics[k]; ok {
+			t.Errorf("%s reported without a measurement", k)
+		}
+	}
+}
+
+func TestWakeMetrics(t *testing.T) {
+	res := newResult(scWakeup, libDlock, 1)
+	wakeMetrics(res, []int64{300e3, 100e3, 200e3, 400e3, 1000e3})
+	if m := res.Metrics; m["wake_p50_us"] != 300 || m["wake_p90_us"] != 1000 || m["wakes"] != 5 {
+		t.Errorf("wake-up metrics %v, want p50 300, p90 1000 over 5", m)
+	}
+}
