@@ -363,7 +363,7 @@ func TestPerGrant(t *testing.T) {
 	perGrant(res, before, after, 60*time.Millisecond, samples)
 	m := res.Metrics
 	want := map[string]float64{"grants": 20, "server_cpu_us_per_grant": 2000, "client_cpu_us_per_grant": 3000,
-		"server_cmds_per_grant": 3, "server_cmd_us_per_grant": 105}
+		"server_cmds_per_grant": 3, "script_us_per_grant": 100}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
