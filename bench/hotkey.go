@@ -42,7 +42,10 @@ type workerStart struct {
 type workerReport struct {
 	Ready   bool     `json:"ready,omitempty"`
 	Samples []sample `json:"samples,omitempty"`
-	Errors  []string `json:"errors,omitempty"`
+	// CPUNanos is the worker's CPU time from the start line to its last Unlock: the
+	// library's and the loop's, without the process's start and warm-up.
+	CPUNanos int64    `json:"cpu_ns,omitempty"`
+	Errors   []string `json:"errors,omitempty"`
 }
 
 // workerMain runs one hot-key worker: cfg.Goroutines goroutines that Lock the key, hold
@@ -84,6 +87,7 @@ func workerMain(spec string, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("start line %q: %w", line, err)
 	}
 	start, end := time.Unix(0, go_.Start), time.Unix(0, go_.End)
+	cpu0, _ := selfCPU()
 	ctx, cancel := context.WithDeadline(context.Background(), end.Add(grace))
 	defer cancel()
 
@@ -122,17 +126,18 @@ func workerMain(spec string, stdin io.Reader, stdout io.Writer) error {
 		})
 	}
 	wg.Wait()
+	cpu1, _ := selfCPU()
 	if len(errs) > 10 {
 		errs = append(errs[:10], fmt.Sprintf("... and %d more", len(errs)-10))
 	}
-	return enc.Encode(workerReport{Samples: all, Errors: errs})
+	return enc.Encode(workerReport{Samples: all, Errors: errs, CPUNanos: int64(cpu1 - cpu0)})
 }
 
 // hotShape returns how many worker processes a hot-key scenario runs, and how many
 // goroutines each: cfg.HotWorkers of cfg.HotGoroutines, or all those goroutines in one
-// process (fair-1proc).
+// process (hotkey-1proc, fair-1proc).
 func (c benchConfig) hotShape(sc string) (workers, goroutines int) {
-	if sc == scFair1Proc {
+	if isOneProc(sc) {
 		return 1, c.HotWorkers * c.HotGoroutines
 	}
 	return c.HotWorkers, c.HotGoroutines
@@ -200,6 +205,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 	start := time.Now().Add(100 * time.Millisecond)
 	end := start.Add(b.cfg.Duration)
 	goLine, _ := json.Marshal(workerStart{Start: start.UnixNano(), End: end.UnixNano()})
+	srv0 := b.serverSnapshot()
 	for _, w := range workers {
 		if _, err := w.stdin.Write(append(goLine, '\n')); err != nil {
 			return res.fail(err)
@@ -208,6 +214,7 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 	}
 	var samples []sample
 	var errs []string
+	var clientCPU time.Duration
 	for _, w := range workers {
 		r, err := readReport(w)
 		if err != nil {
@@ -218,12 +225,17 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 		}
 		samples = append(samples, r.Samples...)
 		errs = append(errs, r.Errors...)
+		clientCPU += time.Duration(r.CPUNanos)
 	}
+	perGrant(res, srv0, b.serverSnapshot(), clientCPU, samples)
 	if len(errs) > 0 {
 		res.Err = fmt.Sprintf("%d errors, first: %s", len(errs), errs[0])
 	}
 	warmup := min(b.cfg.Duration/10, 500*time.Millisecond)
 	hotMetrics(res, samples, start.Add(warmup), end, n*per, per)
+	// Σ hold ÷ wall rewards a library that slows its holders' sleeps down by keeping the
+	// CPUs busy; the grants at the nominal hold do not.
+	res.Metrics["nominal_utilisation"] = res.Metrics["grants_per_s"] * b.cfg.Hold.Seconds()
 	res.Samples = samples
 	return res
 }

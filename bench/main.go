@@ -5,9 +5,10 @@
 //	go run ./bench --md BENCHMARKS.md --plot bench/waits.png --json bench/results/results.json
 //
 // Scenarios (--only, comma-separated): commands, allocs, throughput, quorum (loopback),
-// quorum-lat025 and quorum-lat1 (behind a delay proxy), hotkey, fair, fair-1proc, leases. Each is repeated --runs times, the libraries in a rotating order, and the
-// report gives the median of the runs and dlock's ratio to the best peer. See
-// BENCHMARKS.md for what each scenario measures.
+// quorum-lat025 and quorum-lat1 (behind a delay proxy), wakeup, hotkey, fair,
+// hotkey-1proc, fair-1proc, leases. Each is repeated --runs times, the libraries in a
+// rotating order, and the report gives the median of the runs and dlock's ratio to the
+// best peer. See BENCHMARKS.md for what each scenario measures.
 //
 // Variants of dlock run only when --libs names them, and have no column in the report:
 // dlock-noowner is the Mutex with WithOwner(""), to measure the owner's cost beside the
@@ -60,12 +61,14 @@ func defaultConfig() benchConfig {
 	}
 }
 
-// childMain runs this process as a hot-key worker or as the delay proxy, if the
+// childMain runs this process as a hot-key worker, a wake-up subscriber or the delay proxy, if the
 // environment says it is one, and reports whether it was.
 func childMain() bool {
 	var err error
 	if spec := os.Getenv(workerEnv); spec != "" {
 		err = workerMain(spec, os.Stdin, os.Stdout)
+	} else if spec := os.Getenv(wakeEnv); spec != "" {
+		err = wakeMain(spec, os.Stdout)
 	} else if spec := os.Getenv(proxyEnv); spec != "" {
 		err = proxyMain(spec, os.Stdin, os.Stdout)
 	} else {
@@ -301,8 +304,10 @@ func (b *bench) runOne(sc, lib string, run int) *result {
 		return b.throughput(lib, run)
 	case scAllocs:
 		return b.allocs(lib, run)
-	case scHotKey, scFair, scFair1Proc:
+	case scHotKey, scFair, scHotKey1Proc, scFair1Proc:
 		return b.hotKey(sc, lib, run)
+	case scWakeup:
+		return b.wakeup(lib, run)
 	case scQuorum, scQuorumLat025, scQuorumLat1:
 		return b.quorum(sc, lib, run)
 	case scLeases:
@@ -325,8 +330,11 @@ func summary(r *result) string {
 		s = fmt.Sprintf("%.0f ops/s; CPU per op: server %.1f µs (scripts %.1f; PUBLISH %.2f per op, %.2f per call), client %.1f µs; server ceiling %.0f ops/s", m["ops_per_s"], m["server_cpu_us_per_op"], m["script_us_per_op"], m["publish_us_per_op"], m["publish_us_per_call"], m["client_cpu_us_per_op"], m["server_ceiling_ops_per_s"])
 	case scAllocs:
 		s = fmt.Sprintf("%.1f allocs/op, %.0f B/op, %.0f µs/op", m["allocs_per_op"], m["bytes_per_op"], m["latency_us"])
-	case scHotKey, scFair, scFair1Proc:
-		s = fmt.Sprintf("utilisation %.3f, wait p50 %.1f p99 %.1f max %.1f ms, out of order %.3f, min share %.2f, %.0f grants/s, hand-off %.0f µs (within a process %.0f, between %.0f; %.0f%% between)",
+	case scWakeup:
+		s = fmt.Sprintf("PUBLISH to an idle subscriber running: p50 %.0f µs, p90 %.0f µs over %.0f messages", m["wake_p50_us"], m["wake_p90_us"], m["wakes"])
+	case scHotKey, scFair, scHotKey1Proc, scFair1Proc:
+		s = fmt.Sprintf("nominal utilisation %.3f; CPU per grant: server %.0f µs (%.1f commands), client %.0f µs; utilisation %.3f, wait p50 %.1f p99 %.1f max %.1f ms, out of order %.3f, min share %.2f, %.0f grants/s, hand-off %.0f µs (within a process %.0f, between %.0f; %.0f%% between)",
+			m["nominal_utilisation"], m["server_cpu_us_per_grant"], m["server_cmds_per_grant"], m["client_cpu_us_per_grant"],
 			m["utilisation"], m["wait_p50_ms"], m["wait_p99_ms"], m["wait_max_ms"], m["out_of_order"], m["min_share"], m["grants_per_s"], m["handoff_p50_us"],
 			m["handoff_local_p50_us"], m["handoff_cross_p50_us"], 100*m["handoff_cross_share"])
 	case scQuorum, scQuorumLat025, scQuorumLat1:

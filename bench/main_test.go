@@ -30,6 +30,8 @@ var keyMetric = map[string]string{
 	scHotKey:       "grants_per_s",
 	scFair:         "grants_per_s",
 	scFair1Proc:    "grants_per_s",
+	scHotKey1Proc:  "grants_per_s",
+	scWakeup:       "wake_p50_us",
 	scQuorum:       "p50_5_us",
 	scQuorumLat025: "link_rtt_add_us",
 	scQuorumLat1:   "link_rtt_add_us",
@@ -303,6 +305,29 @@ func TestIssueGoals(t *testing.T) {
 			t.Errorf("%s %s at %v (ratio %v): met %v, want %v", tc.sc, tc.metric, tc.v, tc.ratio, got, tc.met)
 		}
 	}
+	// The FairMutex in one process is judged by its ratios to the Mutex in one process.
+	mutex := &report{Results: []*result{{Scenario: scHotKey1Proc, Lib: libDlock,
+		Metrics: map[string]float64{"grants_per_s": 1000, "server_cpu_us_per_grant": 50}}}}
+	for _, tc := range []struct {
+		metric string
+		v      float64
+		met    bool
+	}{
+		{"grants_per_s", 950, true}, {"grants_per_s", 949, false},
+		{"server_cpu_us_per_grant", 100, true}, {"server_cpu_us_per_grant", 101, false},
+	} {
+		rw := find(scFair1Proc, tc.metric)
+		if rw.met == nil {
+			t.Errorf("fair-1proc %s: no goal", tc.metric)
+			continue
+		}
+		if got := rw.met(mutex, tc.v, math.NaN()); got != tc.met {
+			t.Errorf("fair-1proc %s at %v against the Mutex's: met %v, want %v", tc.metric, tc.v, got, tc.met)
+		}
+		if rw.met(&report{}, tc.v, math.NaN()) {
+			t.Errorf("fair-1proc %s: met without the Mutex's figure", tc.metric)
+		}
+	}
 	if rw := find(scQuorum, "p50_ratio"); rw.met != nil || !strings.Contains(rw.goal, "informative") {
 		t.Errorf("the loopback quorum ratio is judged (goal %q): it measures the machine's wake-ups", rw.goal)
 	}
@@ -317,9 +342,50 @@ func TestHotShape(t *testing.T) {
 		{scHotKey, cfg.HotWorkers, cfg.HotGoroutines},
 		{scFair, cfg.HotWorkers, cfg.HotGoroutines},
 		{scFair1Proc, 1, cfg.HotWorkers * cfg.HotGoroutines},
+		{scHotKey1Proc, 1, cfg.HotWorkers * cfg.HotGoroutines},
 	} {
 		if w, g := cfg.hotShape(tc.sc); w != tc.workers || g != tc.perProcess {
 			t.Errorf("%s: %d processes of %d goroutines, want %d of %d", tc.sc, w, g, tc.workers, tc.perProcess)
 		}
+	}
+}
+
+func TestPerGrant(t *testing.T) {
+	before := serverSnapshot{cpu: 100 * time.Millisecond, cpuOK: true,
+		calls: cmdCounts{"evalsha": 10, "info": 3}, usec: cmdCounts{"evalsha": 500}}
+	after := serverSnapshot{cpu: 140 * time.Millisecond, cpuOK: true,
+		calls: cmdCounts{"evalsha": 50, "publish": 20, "info": 9}, usec: cmdCounts{"evalsha": 2500, "publish": 100}}
+	samples := []sample{{Acq: 1}, {Acq: 2}, {}} // a wait that never ended is no grant
+	for range 18 {
+		samples = append(samples, sample{Acq: 3})
+	}
+	res := newResult(scFair1Proc, libDlockFair, 1)
+	perGrant(res, before, after, 60*time.Millisecond, samples)
+	m := res.Metrics
+	want := map[string]float64{"grants": 20, "server_cpu_us_per_grant": 2000, "client_cpu_us_per_grant": 3000,
+		"server_cmds_per_grant": 3, "script_us_per_grant": 100}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if got := res.Notes["server_commands"]; got != "evalsha 2.00, publish 1.00" {
+		t.Errorf("server_commands note = %q (INFO is the benchmark's own)", got)
+	}
+	// The server's CPU unknown (off Linux): no figure rather than a wrong one.
+	res = newResult(scFair1Proc, libDlockFair, 1)
+	perGrant(res, serverSnapshot{}, serverSnapshot{}, 0, samples)
+	for _, k := range []string{"server_cpu_us_per_grant", "client_cpu_us_per_grant"} {
+		if _, ok := res.Metrics[k]; ok {
+			t.Errorf("%s reported without a measurement", k)
+		}
+	}
+}
+
+func TestWakeMetrics(t *testing.T) {
+	res := newResult(scWakeup, libDlock, 1)
+	wakeMetrics(res, []int64{300e3, 100e3, 200e3, 400e3, 1000e3})
+	if m := res.Metrics; m["wake_p50_us"] != 300 || m["wake_p90_us"] != 1000 || m["wakes"] != 5 {
+		t.Errorf("wake-up metrics %v, want p50 300, p90 1000 over 5", m)
 	}
 }

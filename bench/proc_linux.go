@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // sysProcAttr makes the kernel SIGKILL a child (redis-server, worker) when this process
@@ -65,3 +66,16 @@ func preciseSleep(d time.Duration) {
 	ts := syscall.NsecToTimespec(int64(d))
 	_ = syscall.Nanosleep(&ts, nil)
 }
+
+// monoNanos reads CLOCK_MONOTONIC, which on Linux is one clock for every process of the
+// machine (unlike Go's monotonic readings, whose origin is private to each process) and
+// is not stepped by NTP like the wall clock.
+func monoNanos() int64 {
+	const clockMonotonic = 1
+	var ts syscall.Timespec
+	_, _, _ = syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+// monoClock names the clock of monoNanos in the report.
+const monoClock = "CLOCK_MONOTONIC"

@@ -60,6 +60,7 @@ func rows(cfg benchConfig) []row {
 		{sc: scAllocs, metric: "bytes_per_op", label: "bytes/op ↓", format: "%.0f", dlock: libDlock},
 		{title: hotTitle, sc: scHotKey, metric: "utilisation", label: "utilisation ↑ (Σ hold / wall)", higher: true, format: "%.3f",
 			dlock: libDlock, goal: "≥ 0.90", met: func(_ *report, v, _ float64) bool { return v >= 0.90 }},
+		nominalRow(scHotKey, libDlock, cfg.Hold),
 		{sc: scHotKey, metric: "wait_p50_ms", label: "wait p50, ms ↓", format: "%.1f", dlock: libDlock},
 		{sc: scHotKey, metric: "wait_p99_ms", label: "wait p99, ms ↓", format: "%.1f", dlock: libDlock,
 			goal: fmt.Sprintf("≤ %.0f ms (2× FIFO ideal %.0f ms)", 2*idealMs, idealMs),
@@ -77,8 +78,12 @@ func rows(cfg benchConfig) []row {
 		{sc: scHotKey, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlock,
 			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }},
 	}
-	rs = append(rs, fairRows(scFair, hotTitle+", FairMutex")...)
-	rs = append(rs, fairRows(scFair1Proc, fmt.Sprintf("One hot key, %d goroutines in ONE process, %v hold, FairMutex", cfg.HotWorkers*cfg.HotGoroutines, cfg.Hold))...)
+	rs = append(rs, cpuRows(scHotKey, libDlock)...)
+	rs = append(rs, fairRows(scFair, hotTitle+", FairMutex", cfg.Hold)...)
+	oneProc := fmt.Sprintf("One hot key, %d goroutines in ONE process, %v hold", cfg.HotWorkers*cfg.HotGoroutines, cfg.Hold)
+	rs = append(rs, oneProcRows(oneProc, cfg.Hold)...)
+	rs = append(rs, fairRows(scFair1Proc, oneProc+", FairMutex", cfg.Hold)...)
+	rs = append(rs, wakeRows()...)
 	rs = append(rs, quorumRows(scQuorum)...)
 	rs = append(rs, quorumRows(scQuorumLat025)...)
 	rs = append(rs, quorumRows(scQuorumLat1)...)
@@ -102,16 +107,25 @@ func rows(cfg benchConfig) []row {
 var quorumGoals = map[string]float64{scQuorumLat025: 1.25, scQuorumLat1: 1.10}
 
 // fairRows are the rows of a FairMutex hot-key scenario.
-func fairRows(sc, title string) []row {
+func fairRows(sc, title string, hold time.Duration) []row {
 	rs := []row{
-		{title: title, sc: sc, metric: "utilisation", label: "utilisation ↑", higher: true, format: "%.3f",
+		{title: title, sc: sc, metric: "utilisation", label: "utilisation ↑ (Σ hold / wall)", higher: true, format: "%.3f",
 			dlock: libDlockFair, goal: "≥ 0.90", met: func(_ *report, v, _ float64) bool { return v >= 0.90 }},
+		nominalRow(sc, libDlockFair, hold),
+		{sc: sc, metric: "grants_per_s", label: "grants/s ↑", higher: true, format: "%.0f", dlock: libDlockFair},
+	}
+	rs = append(rs, cpuRows(sc, libDlockFair)...)
+	if sc == scFair1Proc {
+		rs[2].goal, rs[2].met = "≥ 0.95× the Mutex's (same shape, same run)", vsMutex(rs[2], func(x float64) bool { return x >= 0.95 })
+		rs[3].goal, rs[3].met = "≤ 2× the Mutex's (same shape, same run)", vsMutex(rs[3], func(x float64) bool { return x <= 2 })
+	}
+	rs = append(rs, []row{
 		{sc: sc, metric: "out_of_order", label: "grants out of request order ↓", format: "%.4f", dlock: libDlockFair,
 			goal: "0 (request order)", met: func(_ *report, v, _ float64) bool { return v == 0 }},
 		{sc: sc, metric: "out_of_order_1ms", label: "… overtaking a request ≥ 1 ms older ↓", format: "%.4f", dlock: libDlockFair},
 		{sc: sc, metric: "handoff_p50_us", label: "hand-off p50, µs ↓", format: "%.0f", dlock: libDlockFair},
 		{sc: sc, metric: "handoff_local_p50_us", label: "… within a process, p50 µs ↓", format: "%.0f", dlock: libDlockFair},
-	}
+	}...)
 	if sc != scFair1Proc { // one process: every hand-off is within it
 		rs = append(rs, row{sc: sc, metric: "handoff_cross_p50_us", label: "… between processes, p50 µs⁵ ↓", format: "%.0f", dlock: libDlockFair})
 	}
@@ -122,6 +136,56 @@ func fairRows(sc, title string) []row {
 		{sc: sc, metric: "wait_max_ms", label: "max wait, ms ↓", format: "%.1f", dlock: libDlockFair,
 			goal: "no waiter starves¹", met: noStarve(sc, libDlockFair)},
 	}...)
+}
+
+// nominalRow is the utilisation at the nominal hold of a hot-key scenario.
+func nominalRow(sc, lib string, hold time.Duration) row {
+	return row{sc: sc, metric: "nominal_utilisation", label: fmt.Sprintf("utilisation at the nominal hold (grants/s × %v)³ ↑", hold),
+		higher: true, format: "%.3f", dlock: lib}
+}
+
+// cpuRows are the CPU and commands per grant of a hot-key scenario: redis-server's, and
+// the worker processes'.
+func cpuRows(sc, lib string) []row {
+	return []row{
+		{sc: sc, metric: "server_cpu_us_per_grant", label: "redis-server CPU per grant, µs (/proc, 10 ms ticks) ↓", format: "%.0f", dlock: lib},
+		{sc: sc, metric: "script_us_per_grant", label: "… of which in EVALSHA (INFO commandstats) ↓", format: "%.0f", dlock: lib},
+		{sc: sc, metric: "server_cmds_per_grant", label: "… commands executed per grant (INFO commandstats) ↓", format: "%.1f", dlock: lib},
+		{sc: sc, metric: "client_cpu_us_per_grant", label: "client CPU per grant, µs (the workers' getrusage over their loops) ↓", format: "%.0f", dlock: lib},
+	}
+}
+
+// oneProcRows are the rows of the Mutex's hot-key scenario in one process: what the
+// FairMutex's in one process is judged against.
+func oneProcRows(title string, hold time.Duration) []row {
+	rs := []row{
+		{title: title, sc: scHotKey1Proc, metric: "utilisation", label: "utilisation ↑ (Σ hold / wall)", higher: true, format: "%.3f", dlock: libDlock},
+		nominalRow(scHotKey1Proc, libDlock, hold),
+		{sc: scHotKey1Proc, metric: "grants_per_s", label: "grants/s ↑", higher: true, format: "%.0f", dlock: libDlock},
+	}
+	rs = append(rs, cpuRows(scHotKey1Proc, libDlock)...)
+	return append(rs,
+		row{sc: scHotKey1Proc, metric: "wait_p99_ms", label: "wait p99, ms ↓", format: "%.1f", dlock: libDlock},
+		row{sc: scHotKey1Proc, metric: "out_of_order", label: "grants out of request order ↓", format: "%.3f", dlock: libDlock},
+		row{sc: scHotKey1Proc, metric: "overlaps", label: "holds overlapping another (exclusion broken) ↓", format: "%.0f", dlock: libDlock,
+			goal: "0", met: func(_ *report, v, _ float64) bool { return v == 0 }})
+}
+
+// vsMutex judges a FairMutex row of fair-1proc by its ratio to the dlock Mutex's median of
+// the same metric in hotkey-1proc; not met if that did not run.
+func vsMutex(rw row, ok func(ratio float64) bool) func(r *report, v, _ float64) bool {
+	return func(r *report, v, _ float64) bool {
+		m, has := r.median(scHotKey1Proc, libDlock, rw.metric)
+		return has && m > 0 && ok(v/m)
+	}
+}
+
+// wakeRows are the wake-up floor's: the machine's, not a library's (no ratio).
+func wakeRows() []row {
+	return []row{
+		{title: "Wake-up floor: PUBLISH to an idle subscriber process running⁸", sc: scWakeup, metric: "wake_p50_us", label: "p50, µs", format: "%.0f", dlock: libDlock, link: true},
+		{sc: scWakeup, metric: "wake_p90_us", label: "p90, µs", format: "%.0f", dlock: libDlock, link: true},
+	}
 }
 
 // noStarve judges that no waiter of a hot-key scenario starved.
@@ -182,7 +246,8 @@ func (r *report) ran(sc, lib string) bool { return len(r.find(sc, lib)) > 0 }
 
 func (r *report) cell(rw row, lib string) string {
 	if !slices.Contains(scenarioLibs(rw.sc), lib) {
-		if (rw.sc == scFair || rw.sc == scFair1Proc) && lib == libDlock || rw.sc == scHotKey && lib == libDlockFair {
+		if (rw.sc == scFair || rw.sc == scFair1Proc) && lib == libDlock ||
+			(rw.sc == scHotKey || rw.sc == scHotKey1Proc) && lib == libDlockFair || rw.sc == scWakeup {
 			return "—"
 		}
 		return "N/A"
@@ -274,10 +339,11 @@ func renderMarkdown(r *report, out outputs) string {
 		p(" %s | %s | %s |\n", ratioCell, rw.goal, metCell)
 	}
 	p("\n¹ Judged as: every goroutine got the lock during the run, none was still waiting %v after the end, and the goroutine with the fewest grants got at least half the mean. ", grace)
-	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock renews through a go-redis pipeline, written on connections that the wrapped Dialer made): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v is the utilisation at the nominal hold. ⁴ The most Lock+Unlock pairs per second one single-threaded redis-server could run at the CPU per pair measured, however well the client batches. Divided by the best peer's ops/s, it bounds the ratio to the best peer that a library with that CPU per pair can reach. ⁵ A grant to another process wakes that process, and the release first wakes redis-server: on a virtual machine whose idle vCPUs halt, each wake of an idle process costs hundreds of µs. "+
+	p("² dlock: round trips on its sockets, counted by a wrapped Options.Dialer (dlock renews through a go-redis pipeline, written on connections that the wrapped Dialer made): a run of socket writes followed by a read counts one, however many writes are in flight before the first reply; rueidislock: its Do/DoMulti calls (rueidis pipelines concurrent calls on one connection by itself: see the socket writes). Judged as at most 1.2 per tick: the window is 3.5 renewal intervals. ³ The holder sleeps %v; it wakes later when the CPUs are busy, and a longer hold raises Σ hold / wall: libraries that keep the CPUs busy while they wait get some utilisation for it. grants/s × %v, the utilisation at the nominal hold, counts only the work asked for: see the method. ⁴ The most Lock+Unlock pairs per second one single-threaded redis-server could run at the CPU per pair measured, however well the client batches. Divided by the best peer's ops/s, it bounds the ratio to the best peer that a library with that CPU per pair can reach. ⁵ A grant to another process wakes that process, and the release first wakes redis-server: on a virtual machine whose idle vCPUs halt, each wake of an idle process costs hundreds of µs. "+
 		"⁶ Every node (the one node is the first of the five) behind a delay proxy: this binary re-run as a process of its own (its CPU is not the client's), one listener per node, which holds every read for the given time in each direction before writing it on, with nanosleep (toxiproxy's latency toxic takes whole milliseconds; Go's timers sleep ≥ 1 ms here). "+
 		"The round trip it really adds is measured in each run: PING p50 through it minus direct. The floor is the p50 of the time until the third of five PINGs sent at once through it has answered, divided by the p50 of one PING through it: a quorum Lock waits for a majority of parallel round trips, so no library's ratio can go much below it here. "+
-		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm.\n\n", cfg.Hold, cfg.Hold)
+		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm. "+
+		"⁸ The machine's, measured once per run (shown in dlock's column): no hand-off between processes, by any library, can be faster than the release's PUBLISH waking the next process.\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {
@@ -420,7 +486,10 @@ func renderMethod(b *strings.Builder, r *report) {
 	p("- **Allocations**: one goroutine, %d Lock+Unlock pairs after 200 warm-up pairs, `runtime.MemStats` deltas (Mallocs, TotalAlloc) divided by the pairs: allocations of the library's background goroutines count too. No per-call context is made.\n", cfg.AllocOps)
 	p("- **Hot key**: %d worker processes (this binary, re-run), each with %d goroutines; every goroutine loops Lock, hold %v with `time.Sleep` (not a busy-wait; the actual hold is what counts: %s), Unlock, for %v (`--duration`). Samples (request, grant, unlock times, wall clock, one machine) go to the parent as JSON on stdout. The first %v is warm-up: waits and order count requests made after it; utilisation is the sum of hold times (grant to Unlock call) inside the window divided by the window. A wait still going on %v after the end is cut off and counts as starved. Out of order: a grant made while a request issued earlier was still waiting. Overlapping holds: a grant before the previous holder's Unlock call (one clock, causality through Redis: any overlap would be a breach).\n",
 		cfg.HotWorkers, cfg.HotGoroutines, cfg.Hold, meanHold(r), cfg.Duration, min(cfg.Duration/10, 500*time.Millisecond), grace)
-	p("- **FairMutex in one process**: the same hot key with all %d goroutines in one worker process: every hand-over is between goroutines of one process.\n", cfg.HotWorkers*cfg.HotGoroutines)
+	p("- **Utilisation at the nominal hold**: grants/s × %v. Σ hold / wall counts the holds as they lasted, and a %v `time.Sleep` lasts longer when the CPUs are busy: a library that burns the CPUs of its own waiters (or of the process its holder runs in) stretches its holders' sleeps and scores higher for it, while doing less of the work asked for. Grants/s × the nominal hold counts only that work; its ceiling is 1 / (the hold as it lasts with an idle lock + the hand-off), below 1 on a machine whose sleeps overrun, and the same for every library of a run.\n", cfg.Hold, cfg.Hold)
+	p("- **CPU per grant (hot key)**: redis-server's CPU (/proc, 10 ms ticks) the commands it executed (INFO commandstats, scripts' commands included; by name in the JSON's notes) and its time in EVALSHA (which includes those the scripts ran), from the start line to the workers' exit, and the workers' CPU (getrusage, from the start line to their last Unlock), each divided by every grant of the run.\n")
+	p("- **In one process** (hotkey-1proc, fair-1proc): the same hot key with all %d goroutines in one worker process: every hand-over is between goroutines of one process. The FairMutex's goals there are ratios to the Mutex's figures in the same run.\n", cfg.HotWorkers*cfg.HotGoroutines)
+	p("- **Wake-up floor**: a subscriber process (this binary, re-run; go-redis, one goroutine reading with ReceiveMessage) subscribed to a channel; every %v (long enough for its vCPU to go idle) this process reads %s and PUBLISHes the reading; the subscriber reads the clock again as soon as it holds the message. %s is one clock for every process on Linux, so the difference is one-way: PUBLISH on the wire, redis-server woken and run, the subscriber woken and run; a round trip halved would add the publisher's own wake-up and a second pass through the server. For half of `--duration`, p50 and p90.\n", wakeInterval, monoClock, monoClock)
 	p("- **Quorum**: one goroutine alternates Lock+Unlock on a client of one node and on a client of five independent redis-server processes (the first of which is the one node), for %v; p50 of each, and this process's CPU (getrusage, outside the timed part) per Lock+Unlock. On loopback, then with every node behind the delay proxy⁶ at %v and %v each way (a new proxy process per run; %d rounds of PINGs measure it first: one direct and one through it in turns, and five at once through it).\n",
 		cfg.Duration/2, linkDelays[scQuorumLat025], linkDelays[scQuorumLat1], linkRounds)
 	p("- **Leases**: one client takes %d leases (TTL %v) with 64 goroutines, waits until every lease has been renewed once, then sleeps 3.5 renewal intervals while a go-redis hook (rueidis: a wrapped client; dlock: the connections of a wrapped Options.Dialer, whose write-then-read turnarounds are its round trips and whose RESP arrays written are its commands) counts calls and commands, a wrapped net.Conn counts socket writes, and INFO commandstats counts what the server executed. Goroutines (`runtime.NumGoroutine`, the least over 200 ms) with %d leases held and with all of them. Libraries without automatic renewal (redsync, bsm/redislock, the floor) are N/A.\n", cfg.Leases, cfg.LeaseTTL, min(100, cfg.Leases))

@@ -13,7 +13,12 @@ const (
 	scHotKey     = "hotkey"
 	scFair       = "fair"
 	scFair1Proc  = "fair-1proc" // the fair scenario's goroutines, all in one process
-	scQuorum     = "quorum"     // on loopback
+	// The hot-key scenario's goroutines, all in one process: the Mutex beside fair-1proc.
+	scHotKey1Proc = "hotkey-1proc"
+	// The time from a PUBLISH to an idle subscriber process running: the machine's floor
+	// under every hand-off between processes.
+	scWakeup = "wakeup"
+	scQuorum = "quorum" // on loopback
 	// The quorum behind the delay proxy, 0.25 ms and 1 ms each way.
 	scQuorumLat025 = "quorum-lat025"
 	scQuorumLat1   = "quorum-lat1"
@@ -22,10 +27,15 @@ const (
 )
 
 var scenarioOrder = []string{scCommands, scAllocs, scThroughput, scQuorum, scQuorumLat025, scQuorumLat1,
-	scHotKey, scFair, scFair1Proc, scLeases}
+	scWakeup, scHotKey, scFair, scHotKey1Proc, scFair1Proc, scLeases}
 
 // isHotKey tells the scenarios of one hot key, whose results carry samples.
-func isHotKey(sc string) bool { return sc == scHotKey || sc == scFair || sc == scFair1Proc }
+func isHotKey(sc string) bool {
+	return sc == scHotKey || sc == scFair || sc == scHotKey1Proc || sc == scFair1Proc
+}
+
+// isOneProc tells the hot-key scenarios whose goroutines all run in one process.
+func isOneProc(sc string) bool { return sc == scHotKey1Proc || sc == scFair1Proc }
 
 // scenarioLibs returns the libraries a scenario measures; the others are N/A there.
 // Variants are left out: they run only when --libs names them (selectedLibs).
@@ -42,14 +52,16 @@ func scenarioLibs(sc string) []string {
 // measures tells whether scenario sc measures library (or variant) l.
 func measures(sc string, l libInfo) bool {
 	switch sc {
-	case scHotKey:
-		return l.ID != libDlockFair // the fair scenario has it
+	case scHotKey, scHotKey1Proc:
+		return l.ID != libDlockFair // the fair scenarios have it
 	case scFair, scFair1Proc:
 		return l.Fair
 	case scQuorum, scQuorumLat025, scQuorumLat1:
 		return l.Quorum
 	case scLeases:
 		return l.AutoRenew
+	case scWakeup:
+		return l.ID == libDlock // no library's: measured once per run, shown in dlock's column
 	}
 	return true
 }
