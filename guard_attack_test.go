@@ -3,6 +3,10 @@ package dlock_test
 import (
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/guard"
 )
 
 // TestGuardAppliedOnce: a guarded write whose reply go-redis gave up on (its ReadTimeout,
@@ -46,5 +50,39 @@ func TestGuardAfterScriptFlush(t *testing.T) {
 	}
 	if n := rdb.Get(ctx, key).Val(); n != "2" {
 		t.Fatalf("%s = %q, want 2", key, n)
+	}
+}
+
+// TestGuardLongCommand: a command of as many arguments as Guard sends runs; one longer,
+// which the script could not pass to Redis after running the commands before it, is
+// refused before anything is sent, so the INCR before it is not applied either.
+func TestGuardLongCommand(t *testing.T) {
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	lease := mustLock(t, newClient(t, rdb).Mutex("guard-long"), ctx)
+	defer lease.Unlock(ctx)
+	push := func(n int) ([]redis.Cmder, error) {
+		vals := make([]any, n-2) // RPUSH and the key
+		for i := range vals {
+			vals[i] = i
+		}
+		return lease.Guard(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, lease.Key("n"))
+			p.RPush(ctx, lease.Key("l"), vals...)
+			return nil
+		})
+	}
+	if _, err := push(guard.MaxArgs); err != nil {
+		t.Fatalf("RPUSH of %d arguments: %v", guard.MaxArgs, err)
+	}
+	cmds, err := push(guard.MaxArgs + 1000)
+	if err == nil || cmds[0].Err() == nil {
+		t.Fatalf("RPUSH of %d arguments: %v, INCR's %v, want refused", guard.MaxArgs+1000, err, cmds[0].Err())
+	}
+	if n, l := rdb.Get(ctx, lease.Key("n")).Val(), rdb.LLen(ctx, lease.Key("l")).Val(); n != "1" || l != guard.MaxArgs-2 {
+		t.Fatalf("n = %q, %d in the list after the refusal: want 1 and %d (the first Guard's alone)", n, l, guard.MaxArgs-2)
+	}
+	if lease.Err() != nil {
+		t.Fatalf("the lease ended: %v", lease.Err())
 	}
 }
