@@ -61,6 +61,7 @@ func TestGuardClusterSlots(t *testing.T) {
 		{"zunionstore", func(ctx context.Context, p redis.Pipeliner) {
 			p.ZUnionStore(ctx, "{sale}/u", &redis.ZStore{Keys: []string{"{sale}/z", "elsewhere"}})
 		}},
+		{"xgroup create", func(ctx context.Context, p redis.Pipeliner) { p.XGroupCreateMkStream(ctx, "elsewhere", "g", "$") }},
 	} {
 		t.Run(bad.name, func(t *testing.T) { guardRefused(t, rdb, lease, `touches key "elsewhere"`, bad.fn) })
 	}

@@ -47,7 +47,7 @@ func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]re
 		guard.Fail(cmds, err)
 		return cmds, err
 	}
-	reply, err := scripts.Guard.Run(ctx, node.RDB, keys, guard.Args([]any{h.token, mode}, cmds)...).Result()
+	reply, err := guard.Run(ctx, node.RDB, scripts.Guard, keys, guard.Args([]any{h.token, mode}, cmds))
 	if err != nil {
 		err = fmt.Errorf("dlock: guard %q: %w", h.t.name, err)
 		guard.Fail(cmds, err)

@@ -7,10 +7,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Supported returns nil if Fill can type the reply of cmd, else an error that names the
-// command and its type. The types are go-redis's for the replies of the data commands:
-// status, string, integer, float, boolean and TTL replies, and arrays and maps of them.
+// MaxArgs bounds the arguments of one guarded command (its name included): guard.lua
+// passes them to redis.pcall through Lua's C stack, 8,000 slots, and a command beyond
+// them would fail in the script after the commands before it had run.
+const MaxArgs = 7900
+
+// Supported returns nil if guard.lua can run cmd (MaxArgs) and Fill can type its reply,
+// else an error that names the command and why. The types are go-redis's for the replies
+// of the data commands: status, string, integer, float, boolean and TTL replies, and
+// arrays and maps of them.
 func Supported(cmd redis.Cmder) error {
+	if n := len(cmd.Args()); n > MaxArgs {
+		return fmt.Errorf("dlock: %s has %d arguments, and Guard sends at most %d per command (Lua's stack): split it into several commands", cmd.Name(), n, MaxArgs)
+	}
 	switch c := cmd.(type) {
 	case *redis.Cmd, *redis.StatusCmd, *redis.StringCmd, *redis.IntCmd, *redis.FloatCmd,
 		*redis.BoolCmd, *redis.SliceCmd, *redis.StringSliceCmd, *redis.IntSliceCmd,

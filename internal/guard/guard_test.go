@@ -85,7 +85,7 @@ func TestKeysOf(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(keys, []string{"a", "b"}) {
 		t.Fatalf("%v, %v", keys, err)
 	}
-	if keys, _ := keysOf(ctx, nil, redis.NewStatusCmd(ctx, "test-keyless", "x")); keys != nil {
+	if keys, _ := keysOf(ctx, nil, redis.NewStatusCmd(ctx, "test-keyless")); keys != nil {
 		t.Fatalf("keyless: %v", keys)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // spec is where a command's keys are, as COMMAND INFO says: positions first to last
 // (negative: from the end) every step, counting the command's name as 0; movable keys are
 // asked of the server with COMMAND GETKEYS, since only it knows them (ZUNIONSTORE's
-// numkeys, EVAL's, SORT ... STORE).
+// numkeys, EVAL's, SORT ... STORE), and so are a container's (keysOf).
 type spec struct {
 	first, last, step int
 	movable           bool
@@ -81,7 +81,9 @@ func keysOf(ctx context.Context, rdb redis.UniversalClient, cmd redis.Cmder) ([]
 	v, _ := specs.Load(cmd.Name())
 	s, _ := v.(spec)
 	args := cmd.Args()
-	if s.movable {
+	// A container's keys follow its subcommand (XGROUP CREATE key, OBJECT FREQ key), where
+	// COMMAND INFO says none: the server knows them, as it knows movable ones.
+	if s.movable || s.first <= 0 && len(args) > 1 {
 		get := rdb.CommandGetKeys(ctx, args...)
 		if err := get.Err(); err != nil && !strings.Contains(err.Error(), "no key arguments") {
 			return nil, fmt.Errorf("dlock: asking which keys %s touches (COMMAND GETKEYS): %w", cmd.FullName(), err)

@@ -82,7 +82,7 @@ func readLock(ctx context.Context, c *engine.Client, op, name string,
 		wg.Go(func() {
 			info, err := read(ctx, n, keys)
 			if err == nil {
-				err = owners(ctx, n, c.Prefix(), info.Holders)
+				owners(ctx, n, c.Prefix(), info.Holders)
 			}
 			if err != nil {
 				info = NodeInfo{Err: err}

@@ -19,8 +19,9 @@
 -- Errors: WRONGTYPE when a lock key is not a string (or the holders not a sorted set):
 --   no command ran.
 -- Late: it checks the hold when it lands, with the server's time: landing after the lease
---   ended, released, expired, or taken by another, it runs nothing. It touches no key of
---   the lock.
+--   ended, released, expired, or taken by another, it runs nothing, within gone.lua's
+--   GONE_MS: after a copy of the lease's acquisition that took the lock again, more than
+--   GONE_MS after its end, it runs the commands. It touches no key of the lock.
 
 local token = ARGV[1]
 if ARGV[2] == 'm' then
