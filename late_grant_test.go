@@ -25,7 +25,7 @@ func newLateProcessRT(t *testing.T, srv *redistest.Server, rt time.Duration, opt
 	o.ReadTimeout = rt
 	rdb := redis.NewClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := newClient(t, rdb, opts...)
+	c := newClient(t, rdb, lateOptions(opts)...)
 	ctx := ctxTimeout(t, 10*time.Second)
 	if err := c.Mutex("late-warmup").Do(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("warm-up: %v", err)

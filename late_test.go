@@ -41,12 +41,21 @@ func newLateProcess(t *testing.T, srv *redistest.Server, opts ...dlock.Option) *
 	o.Addr = p.Addr
 	rdb := redis.NewClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := newClient(t, rdb, opts...)
+	c := newClient(t, rdb, lateOptions(opts)...)
 	ctx := ctxTimeout(t, 10*time.Second)
 	if err := c.Mutex("late-warmup").Do(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("warm-up: %v", err)
 	}
 	return &lateProcess{Client: c, proxy: p}
+}
+
+// lateOptions are the options of a late process: opts after WithOwner(""). The holds
+// catch every connection open at the time, and an owner's write, which goes in a pipeline
+// ahead of an acquisition or Extend, opens go-redis's pipeline pool, whose connection a
+// hold would catch too, idle or not. These tests are about the locks' own requests; what
+// a late owner write does is in internal/scripts (TestLateOwner).
+func lateOptions(opts []dlock.Option) []dlock.Option {
+	return append([]dlock.Option{dlock.WithOwner("")}, opts...)
 }
 
 // hold holds back the requests the process sends from now on over its open connections,

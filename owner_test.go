@@ -339,3 +339,24 @@ func TestOwnerKeyGoneAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerOutlivesExtendedLease: a lease extended far beyond its TTL, with no renewal,
+// keeps its owner's label at least as long.
+func TestOwnerOutlivesExtendedLease(t *testing.T) {
+	t.Parallel()
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	c := newClient(t, rdb, dlock.WithOwner("long-job"))
+	lease := mustLock(t, c.Mutex("long", dlock.TTL(time.Second), dlock.NoRenew()), ctx)
+	defer lease.Unlock(ctx)
+	if err := lease.Extend(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	keys := rdb.Keys(ctx, "*:owner").Val()
+	if len(keys) != 1 {
+		t.Fatalf("owner keys %v", keys)
+	}
+	if pttl := rdb.PTTL(ctx, keys[0]).Val(); pttl < time.Hour {
+		t.Fatalf("owner key lasts %v, less than the lease's hour", pttl)
+	}
+}

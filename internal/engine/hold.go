@@ -400,8 +400,12 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
+	var owners []*batch.Call // a longer lease keeps its owner's label as long
+	if _, named := h.token.(string); named {
+		owners = c.announce(ttl)
+	}
 	v := poll(ctx, c, h.t.parts, nil, ttl,
-		func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, call) },
+		func(p *Target, call *batch.Call) { p.scheme.extend(p, h.token, ttlArg, call); ownerWrite(owners, call) },
 		func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	deadline := quorum.Deadline(v.start, ttl, c.cfg.DriftFactor)
 	switch {
