@@ -240,3 +240,45 @@ func TestElectionObserve(t *testing.T) {
 		t.Logf("%s: Observe's delay after a handover: median %v of %v", d.kind, median(handover), handover)
 	})
 }
+
+// TestElectionRun: Run leads again after a loss, with a greater token, and returns fn's
+// error without campaigning again when fn returns while leading; it resigns then.
+func TestElectionRun(t *testing.T) {
+	onDeployments(t, func(t *testing.T, d deployment) {
+		ctx := ctxTimeout(t, 30*time.Second)
+		e := d.client().Election("run", dlock.TTL(time.Second))
+		tokens := make(chan uint64, 4)
+		errDone := errors.New("done")
+		calls := 0
+		err := e.Run(ctx, "runner", func(ctx context.Context) error {
+			calls++
+			lease, _ := dlock.LeaseFrom(ctx)
+			tokens <- lease.Token()
+			if calls == 1 {
+				d.del(t, "dlock:run") // the term is lost at its next renewal
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return errDone
+		})
+		if !errors.Is(err, errDone) || calls != 2 {
+			t.Fatalf("Run = %v after %d calls of fn, want errDone after 2", err, calls)
+		}
+		if first, second := <-tokens, <-tokens; second <= first {
+			t.Fatalf("the second term's token %d is not above the first's %d", second, first)
+		}
+		if _, err := e.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+			t.Fatalf("Leader after Run returned = %v, want ErrNoLeader: Run resigns", err)
+		}
+		held, err := e.Campaign(ctx, "holder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		if err := e.Run(short, "runner", func(context.Context) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Run while another leads until ctx ends = %v, want DeadlineExceeded", err)
+		}
+		_ = held.Unlock(ctx)
+	})
+}
