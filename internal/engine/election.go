@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
@@ -63,7 +62,7 @@ func (e *Election) Name() string { return e.t.name }
 // Campaign waits until the caller leads (try: one attempt) and returns its term, whose
 // record holds value.
 func (e *Election) Campaign(ctx context.Context, value string, try bool) (*Term, error) {
-	if err := e.check(value); err != nil {
+	if err := checkValue(e.t, value); err != nil {
 		return nil, err
 	}
 	for {
@@ -85,17 +84,6 @@ func (e *Election) Campaign(ctx context.Context, value string, try bool) (*Term,
 			return nil, err
 		}
 	}
-}
-
-// check says what is wrong with a campaign for value, if anything.
-func (e *Election) check(value string) error {
-	if e.t.err != nil {
-		return e.t.err
-	}
-	if len(value) > MaxValueLen {
-		return fmt.Errorf("dlock: election %q: the value is %d bytes long, above the limit of %d: keep a reference to it instead (an address, a key)", e.t.name, len(value), MaxValueLen)
-	}
-	return e.t.c.Usable()
 }
 
 // backoff is the pause before the next try after n failures in a row: from 50ms, doubling,

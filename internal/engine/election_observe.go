@@ -36,7 +36,7 @@ type observing[T any] struct {
 func (o *observing[T]) run(ctx context.Context) {
 	defer close(o.out)
 	c := o.e.t.c
-	if err := o.e.check(""); err != nil {
+	if err := checkValue(o.e.t, ""); err != nil {
 		o.publish(Reading{Err: err})
 		return
 	}

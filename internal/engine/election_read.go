@@ -47,7 +47,7 @@ type nodeReading struct {
 
 // Leader reads the election on every node at once.
 func (e *Election) Leader(ctx context.Context) (Reading, error) {
-	if err := e.check(""); err != nil {
+	if err := checkValue(e.t, ""); err != nil {
 		return Reading{}, err
 	}
 	return e.read(ctx)

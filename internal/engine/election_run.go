@@ -12,7 +12,7 @@ import (
 // term's context, cancelled also when ctx ends. After a loss, or a campaign that failed on
 // the nodes, it campaigns again with backoff; the loss, and fn's error then, are logged.
 func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Context) error) error {
-	if err := e.check(value); err != nil {
+	if err := checkValue(e.t, value); err != nil {
 		return err
 	}
 	log := e.t.c.cfg.Logger

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -30,7 +31,7 @@ func (t *Term) Value() string {
 
 // Proclaim makes value the leader's value while this term leads.
 func (t *Term) Proclaim(ctx context.Context, value string) error {
-	if err := t.e.check(value); err != nil {
+	if err := checkValue(t.e.t, value); err != nil {
 		return err
 	}
 	if t.Err() != nil {
@@ -73,4 +74,16 @@ func (t *Term) write(ctx context.Context, op, value string) error {
 	}
 	t.mu.Unlock()
 	return nil
+}
+
+// checkValue says what is wrong with a write of value in t's election, if anything: the
+// election's name or options, the value's size, a Client closed.
+func checkValue(t *Target, value string) error {
+	if t.err != nil {
+		return t.err
+	}
+	if len(value) > MaxValueLen {
+		return fmt.Errorf("dlock: election %q: the value is %d bytes long, above the limit of %d: keep a reference to it instead (an address, a key)", t.name, len(value), MaxValueLen)
+	}
+	return t.c.Usable()
 }
