@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -102,42 +103,50 @@ func valued(v string) func(dlock.Leader) bool {
 
 // TestElection: a term leads alone, its value and owner are read and observed, Proclaim
 // changes it, a resignation passes the lead to a waiting candidate with a greater token,
-// and the writes of a term that ended fail with their errors.
+// and the writes of a term that ended fail with their errors; on every deployment a Mutex
+// works on.
 func TestElection(t *testing.T) {
-	onDeployments(t, func(t *testing.T, d deployment) {
-		ctx := ctxTimeout(t, 60*time.Second)
-		ea := d.client(dlock.WithOwner("a")).Election("e", dlock.TTL(2*time.Second))
-		eb := d.client(dlock.WithOwner("b")).Election("e", dlock.TTL(2*time.Second))
-		if _, err := eb.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
-			t.Fatalf("Leader before any campaign = %v, want ErrNoLeader", err)
-		}
-		obs := eb.Observe(ctx)
-		if l := next(t, obs, 5*time.Second); !noLeader(l) {
-			t.Fatalf("first observation %+v, want no leader", l)
-		}
-		before := time.Now()
-		ta, err := ea.Campaign(ctx, "a1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := eb.Leader(ctx)
-		if err != nil || l.Value != "a1" || l.Owner != "a" || l.Token != ta.Token() || ta.Value() != "a1" {
-			t.Fatalf("Leader = %+v, %v; want a1 by a with token %d", l, err, ta.Token())
-		}
-		if l.Since.Before(before.Add(-time.Second)) || l.Since.After(time.Now().Add(time.Second)) {
-			t.Errorf("Since %v, want about %v", l.Since, before)
-		}
-		until(t, obs, 5*time.Second, "a1", valued("a1"))
-		if _, err := eb.TryCampaign(ctx, "b1"); !errors.Is(err, dlock.ErrNotAcquired) {
-			t.Fatalf("TryCampaign while led = %v, want ErrNotAcquired", err)
-		}
-		if err := ta.Proclaim(ctx, "a2"); err != nil {
-			t.Fatal(err)
-		}
-		until(t, obs, 5*time.Second, "a2", valued("a2"))
-		checkBadValues(t, ctx, ea, ta)
-		checkHandover(t, ctx, d, ea, eb, ta, obs)
+	onDeployments(t, electionBasics)
+	t.Run("sentinel", func(t *testing.T) {
+		rdb := redistest.StartSentinel(t).Client(t)
+		electionBasics(t, deployment{kind: "sentinel", nodes: []redis.UniversalClient{rdb},
+			client: func(opts ...dlock.Option) *dlock.Client { return newClient(t, rdb, opts...) }})
 	})
+}
+
+func electionBasics(t *testing.T, d deployment) {
+	ctx := ctxTimeout(t, 60*time.Second)
+	ea := d.client(dlock.WithOwner("a")).Election("e", dlock.TTL(2*time.Second))
+	eb := d.client(dlock.WithOwner("b")).Election("e", dlock.TTL(2*time.Second))
+	if _, err := eb.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+		t.Fatalf("Leader before any campaign = %v, want ErrNoLeader", err)
+	}
+	obs := eb.Observe(ctx)
+	if l := next(t, obs, 5*time.Second); !noLeader(l) {
+		t.Fatalf("first observation %+v, want no leader", l)
+	}
+	before := time.Now()
+	ta, err := ea.Campaign(ctx, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := eb.Leader(ctx)
+	if err != nil || l.Value != "a1" || l.Owner != "a" || l.Token != ta.Token() || ta.Value() != "a1" {
+		t.Fatalf("Leader = %+v, %v; want a1 by a with token %d", l, err, ta.Token())
+	}
+	if l.Since.Before(before.Add(-time.Second)) || l.Since.After(time.Now().Add(time.Second)) {
+		t.Errorf("Since %v, want about %v", l.Since, before)
+	}
+	until(t, obs, 5*time.Second, "a1", valued("a1"))
+	if _, err := eb.TryCampaign(ctx, "b1"); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("TryCampaign while led = %v, want ErrNotAcquired", err)
+	}
+	if err := ta.Proclaim(ctx, "a2"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, obs, 5*time.Second, "a2", valued("a2"))
+	checkBadValues(t, ctx, ea, ta)
+	checkHandover(t, ctx, d, ea, eb, ta, obs)
 }
 
 // checkBadValues: a value above MaxValueLen is refused, and changes nothing.
@@ -281,4 +290,46 @@ func TestElectionRun(t *testing.T) {
 		}
 		_ = held.Unlock(ctx)
 	})
+}
+
+// TestElectionObserveFailures: while the server is down Observe sends a Leader whose Err
+// says why and logs it, then follows the election again once the server is back (listening
+// again too); an invalid election gets one error and a closed channel; Close closes the
+// channel.
+func TestElectionObserveFailures(t *testing.T) {
+	srv, rdb := standalone(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	var log syncBuffer
+	c := newClient(t, rdb, dlock.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	other := newClient(t, rdb)
+	obs := c.Election("f", dlock.TTL(time.Second)).Observe(ctx)
+	until(t, obs, 5*time.Second, "no leader", noLeader)
+
+	srv.Kill(t)
+	l := until(t, obs, 10*time.Second, "an error", func(l dlock.Leader) bool { return l.Err != nil && !noLeader(l) })
+	t.Logf("observed while the server is down: %v", l.Err)
+	srv.Restart(t)
+	until(t, obs, 10*time.Second, "no leader after the restart", noLeader)
+	term, err := other.Election("f").Campaign(ctx, "back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	until(t, obs, 5*time.Second, "the leader after the restart", valued("back"))
+	t.Logf("after the restart, a new leader was observed %v after its campaign returned", time.Since(start))
+	_ = term.Unlock(ctx)
+	if !strings.Contains(log.String(), "cannot read the election") {
+		t.Errorf("nothing logged while the server was down; the log:\n%s", log.String())
+	}
+
+	bad := c.Election("").Observe(ctx)
+	if l := next(t, bad, 5*time.Second); l.Err == nil || noLeader(l) {
+		t.Fatalf("an invalid election observed %+v, want its error", l)
+	}
+	if _, open := <-bad; open {
+		t.Fatal("an invalid election's channel stays open")
+	}
+	_ = c.Close()
+	for range obs { // drained, then closed
+	}
 }
