@@ -66,7 +66,7 @@ func (e *Election) Leader(ctx context.Context) (*Leader, error) {
 // is slower than the changes may miss some, never the latest: a value not taken yet is
 // replaced by a newer one. When the nodes cannot be read, Observe sends a Leader whose
 // Err says why, logs it, and reads again with backoff. The channel is closed when ctx
-// ends or the Client is closed.
+// ends or the Client is closed, and after the error of an invalid name or option.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	return engine.Observe(ctx, e.e, leader)
 }

@@ -158,6 +158,7 @@ func (d deployment) env(mode string) []string {
 // TestElectionProcesses: at most one leader at a time across processes: the terms'
 // sections count exactly, are linearizable, and their tokens only grow.
 func TestElectionProcesses(t *testing.T) {
+	t.Parallel()
 	onDeployments(t, func(t *testing.T, d deployment) {
 		ctx := ctxTimeout(t, 4*time.Minute)
 		const processes, goroutines, rounds = 3, 4, 8

@@ -106,6 +106,7 @@ func valued(v string) func(dlock.Leader) bool {
 // and the writes of a term that ended fail with their errors; on every deployment a Mutex
 // works on.
 func TestElection(t *testing.T) {
+	t.Parallel()
 	onDeployments(t, electionBasics)
 	t.Run("sentinel", func(t *testing.T) {
 		rdb := redistest.StartSentinel(t).Client(t)
@@ -210,6 +211,7 @@ func checkHandover(t *testing.T, ctx context.Context, d deployment, ea, eb *dloc
 // logged (median). Its report of an expiry is tested with a killed leader
 // (TestElectionKilledLeader).
 func TestElectionObserve(t *testing.T) {
+	t.Parallel()
 	onDeployments(t, func(t *testing.T, d deployment) {
 		ctx := ctxTimeout(t, 60*time.Second)
 		const ttl = time.Second
@@ -253,6 +255,7 @@ func TestElectionObserve(t *testing.T) {
 // TestElectionRun: Run leads again after a loss, with a greater token, and returns fn's
 // error without campaigning again when fn returns while leading; it resigns then.
 func TestElectionRun(t *testing.T) {
+	t.Parallel()
 	onDeployments(t, func(t *testing.T, d deployment) {
 		ctx := ctxTimeout(t, 30*time.Second)
 		e := d.client().Election("run", dlock.TTL(time.Second))
@@ -297,6 +300,7 @@ func TestElectionRun(t *testing.T) {
 // again too); an invalid election gets one error and a closed channel; Close closes the
 // channel.
 func TestElectionObserveFailures(t *testing.T) {
+	t.Parallel()
 	srv, rdb := standalone(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	var log syncBuffer
