@@ -50,7 +50,8 @@ var (
 )
 
 // check reads the report: at least two terms worked (the first leader's and its
-// successor's), and the successor took over.
+// successor's), and the successor took over. (The observer may or may not see the
+// election without a leader between them: the successor wakes at the expiry too.)
 func check(t *testing.T, out []byte) {
 	t.Helper()
 	if n := len(termRE.FindAll(out, -1)); n < 2 {
@@ -58,8 +59,5 @@ func check(t *testing.T, out []byte) {
 	}
 	if !tookOverRE.Match(out) {
 		t.Errorf("the report does not say who took over from the killed leader")
-	}
-	if !bytes.Contains(out, []byte("observed: no leader")) {
-		t.Errorf("the observer never saw the election without a leader")
 	}
 }
