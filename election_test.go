@@ -337,3 +337,27 @@ func TestElectionObserveFailures(t *testing.T) {
 	for range obs { // drained, then closed
 	}
 }
+
+// TestElectionGuard: a term's Guard writes while it leads, and nothing once it resigned.
+func TestElectionGuard(t *testing.T) {
+	t.Parallel()
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	term, err := newClient(t, rdb).Election("guarded").Campaign(ctx, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := term.Key("state")
+	write := func(pipe redis.Pipeliner) error { pipe.Set(ctx, key, term.Token(), 0); return nil }
+	if _, err := term.Guard(ctx, write); err != nil {
+		t.Fatalf("Guard while leading: %v", err)
+	}
+	_ = term.Unlock(ctx)
+	rdb.Del(ctx, key)
+	if _, err := term.Guard(ctx, write); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Guard after resigning = %v, want ErrNotHeld", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatal("Guard after resigning wrote")
+	}
+}
