@@ -18,7 +18,8 @@
 // writer, Semaphore hands out at most a fixed number of permits, and MultiMutex locks
 // several names at once, all or none; each acquisition of any of them is a Lease with the
 // same guarantees. Each kind's Do (and RWMutex.RDo) runs a function under the lock and
-// unlocks after it; LeaseFrom gives that function its lease from its ctx.
+// unlocks after it; LeaseFrom gives that function its lease from its ctx. Election elects
+// one leader per name: each term is such a Lease, with a value others read and observe.
 //
 // TimestampMutex speaks the legacy SETNX + GETSET timestamp protocol, for a service that
 // joins a system whose other clients still lock that way. Its key holds a deadline on
@@ -160,5 +161,6 @@
 // late takes nothing. All share one Redis Cluster hash slot. A TimestampMutex uses the
 // same lock key and fencing counter; its lock key holds the holder's deadline in unix
 // milliseconds. A MultiMutex uses the lock key and fencing counter of a Mutex of each of
-// its names.
+// its names. An Election uses a Mutex's keys and a hash, {prefix+name}:leader, the record
+// of the term that wrote last, which expires with the lock; it publishes its writes there.
 package dlock

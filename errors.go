@@ -28,6 +28,9 @@ var (
 	// write fewer replicas acknowledged in time than WithReplicaAcks asks; the error says
 	// how many did.
 	ErrNotReplicated = engine.ErrNotReplicated
+	// ErrNoLeader is wrapped by Election.Leader's error, and a Leader's Err from Observe,
+	// when no term leads the election.
+	ErrNoLeader = engine.ErrNoLeader
 )
 
 // NodeError is one node's failure: an error reply, a connection that failed, or no answer

@@ -64,6 +64,7 @@ Exit codes:
   1      a failure not listed below (a Redis error, the demo's own checks)
   2      bad usage: unknown command or flag, bad URL, TLS file or lock name, or a
          combination that cannot work (--fair on a quorum, --shared with --permits)
+  3      leader: the election has no leader
   69     Redis cannot be used: unreachable, too slow, no Sentinel names the master, the
          TLS handshake failed (a certificate not trusted, expired or refused), or it
          refused the credentials or a command
@@ -100,8 +101,9 @@ const runSummary = "run a command while holding a lock: dlock run [flags] NAME -
 const runHelp = `Usage: dlock run [flags] NAME -- CMD [ARGS...]
 
 Runs CMD while holding the lock NAME, like flock(1) across machines. The lock is a dlock
-Mutex or, as one of --fair, --shared, --exclusive and --permits chooses, a FairMutex,
-either side of an RWMutex, or permits of a Semaphore. dlock run:
+Mutex or, as one of --fair, --shared, --exclusive, --permits and --elect chooses, a
+FairMutex, either side of an RWMutex, permits of a Semaphore, or a term of an Election
+(CMD runs while leading). dlock run:
   - takes the lock, waiting up to --wait (by default it makes one attempt);
   - runs CMD with DLOCK_NAME (the lock's name) and DLOCK_TOKEN (the fencing token) in
     its environment;
@@ -150,6 +152,12 @@ Flags:
                  as 'consul lock -n M' allows M holders (each of them takes --permits 1,
                  which --size alone means). Every holder must give the same --size: it
                  is not stored in Redis
+  --elect        lead the Election NAME (dlock.Election): CMD runs while this term leads,
+                 and others see --value with 'dlock leader' and 'dlock observe'. A lost
+                 term is a lost lock (exit 70); CMD's exit resigns. Candidates are not
+                 served in order
+  --value V      the leader's value with --elect, such as this host's address (at most
+                 64 KiB; default "")
   --foreground   keep CMD in dlock's process group, with the terminal (see above)
 ` + serverFlagsHelp + `
 Exit codes: CMD's own; 128+N if CMD died from signal N; 70 the lock was lost; 75 not
@@ -162,6 +170,7 @@ Examples:
   dlock run -s -w 1m config -- ./read-config.sh
   dlock run -x -w 1m config -- ./rewrite-config.sh
   dlock run --permits 1 --size 4 -w forever encoder -- ./encode.sh
+  dlock run --elect --value "$(hostname):8080" -w forever scheduler -- ./scheduler
   DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run cron:cleanup -- ./cleanup
   dlock run --redis redis+sentinel://app:secret@s1,s2,s3/mymaster backup -- ./backup.sh
 `
@@ -286,6 +295,56 @@ Examples:
   dlock top
   dlock top --interval 5s 'cron:*'
   dlock top --once >locks.txt
+`
+
+const leaderSummary = "the leader of an election: dlock leader [flags] NAME"
+
+const leaderHelp = `Usage: dlock leader [flags] NAME
+
+Prints the leader of the Election NAME (dlock.Election; 'dlock run --elect' campaigns in
+one), as one line:
+  NAME: "VALUE" (term TOKEN, owner "OWNER", since TIME)
+VALUE is the value the leader proclaimed, TOKEN its term's fencing token (greater than
+every earlier term's), OWNER the name of its Client (WithOwner; by default host:pid),
+TIME when the term began, by the Redis server's clock (RFC 3339, UTC). A term leads only
+while its lock holds its token: the election is read on every server, and on a quorum a
+term leads when a majority agree. With no leader it prints "NAME: no leader" and exits 3.
+
+Flags:
+  -j, --json
+           print one JSON object: name, leading (true or false), value, token (0 when
+           none), owner and since (absent when none)
+` + serverFlagsHelp + `
+Exit codes: 0 a leader; 3 no leader; 69 Redis cannot be used; 2 bad usage.
+
+Examples:
+  dlock leader scheduler
+  curl "http://$(dlock leader --json scheduler | jq -r .value)/status"
+`
+
+const observeSummary = "each change of an election's leader: dlock observe [flags] NAME"
+
+const observeHelp = `Usage: dlock observe [flags] NAME
+
+Prints the leader of the Election NAME, then each change as it happens, one line each,
+until interrupted (SIGINT, SIGTERM, SIGHUP: exit 0):
+  TIME  "VALUE" (term TOKEN, owner "OWNER", since SINCE)
+  TIME  no leader
+  TIME  cannot read the election: WHY
+TIME is when dlock saw the change (RFC 3339, UTC); the rest is as 'dlock leader' prints
+it. A new term, a new value and a resignation show within about a round trip; a leader
+that died (its term expired with no successor) within the time its term had left. Changes
+faster than dlock prints them may be merged: the latest is never missed. When the servers
+cannot be read it says so and tries again, with backoff.
+
+Flags:
+  -j, --json
+           print JSON lines: the object of 'dlock leader --json', with time, and error
+           when the election could not be read
+` + serverFlagsHelp + `
+Examples:
+  dlock observe scheduler
+  dlock observe --json scheduler | jq -r 'select(.leading) | .value'
 `
 
 const unlockSummary = "remove a stuck lock (operators): dlock unlock --force [flags] NAME..."

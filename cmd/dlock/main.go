@@ -5,6 +5,8 @@
 //	dlock status [flags] NAME...              who holds the locks, with what token, for how long
 //	dlock list [flags] [PATTERN]              the locks under the prefix
 //	dlock top [flags] [PATTERN]               a live view of the locks, most waited for first
+//	dlock leader [flags] NAME                 the leader of an election
+//	dlock observe [flags] NAME                each change of an election's leader, as it happens
 //	dlock unlock --force [flags] NAME...      remove a stuck lock
 //	dlock demo [flags]                        the flash sale, without and with a lock
 //	dlock bench [flags]                       throughput and wait times
@@ -44,6 +46,8 @@ func init() {
 		{name: "status", summary: statusSummary, help: statusHelp, flags: func() *pflag.FlagSet { return new(inspectCmd).flagSet("status") }, run: cmdStatus},
 		{name: "list", summary: listSummary, help: listHelp, flags: func() *pflag.FlagSet { return new(inspectCmd).flagSet("list") }, run: cmdList},
 		{name: "top", summary: topSummary, help: topCmdHelp, flags: func() *pflag.FlagSet { return new(topCmd).flagSet() }, run: cmdTop},
+		{name: "leader", summary: leaderSummary, help: leaderHelp, flags: func() *pflag.FlagSet { return new(electCmd).flagSet("leader") }, run: cmdLeader},
+		{name: "observe", summary: observeSummary, help: observeHelp, flags: func() *pflag.FlagSet { return new(electCmd).flagSet("observe") }, run: cmdObserve},
 		{name: "unlock", summary: unlockSummary, help: unlockHelp, flags: func() *pflag.FlagSet { return new(unlockCmd).flagSet() }, run: cmdUnlock},
 		{name: "demo", summary: demoSummary, help: demoHelp, flags: func() *pflag.FlagSet { return new(demoCmd).flagSet() }, run: cmdDemo},
 		{name: "bench", summary: benchSummary, help: benchHelp, flags: func() *pflag.FlagSet { return new(benchCmd).flagSet() }, run: cmdBench},

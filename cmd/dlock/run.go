@@ -27,6 +27,8 @@ type runCmd struct {
 	exclusive  bool
 	permits    int64
 	size       int64
+	elect      bool
+	value      string
 	foreground bool
 }
 
@@ -42,6 +44,8 @@ func (r *runCmd) flagSet() *pflag.FlagSet {
 	fs.BoolVarP(&r.exclusive, "exclusive", "x", false, "the write side of an RWMutex")
 	fs.Int64Var(&r.permits, "permits", 0, "permits of a Semaphore")
 	fs.Int64Var(&r.size, "size", 0, "the Semaphore's size")
+	fs.BoolVar(&r.elect, "elect", false, "lead an Election")
+	fs.StringVar(&r.value, "value", "", "the leader's value (--elect)")
 	fs.BoolVar(&r.foreground, "foreground", false, "keep the command in dlock's process group")
 	return fs
 }
@@ -66,6 +70,12 @@ func (r *runCmd) newAcquirer(client *dlock.Client, name string) acquirer {
 	case r.exclusive:
 		rw := client.RWMutex(name, ttl)
 		return acquirer{rw.Lock, rw.TryLock}
+	case r.elect:
+		e := client.Election(name, ttl)
+		return acquirer{
+			func(ctx context.Context) (*dlock.Lease, error) { return termLease(e.Campaign(ctx, r.value)) },
+			func(ctx context.Context) (*dlock.Lease, error) { return termLease(e.TryCampaign(ctx, r.value)) },
+		}
 	case r.size > 0:
 		s := client.Semaphore(name, r.size, ttl)
 		return acquirer{
@@ -75,6 +85,14 @@ func (r *runCmd) newAcquirer(client *dlock.Client, name string) acquirer {
 	}
 	m := client.Mutex(name, ttl)
 	return acquirer{m.Lock, m.TryLock}
+}
+
+// termLease is the lease of a term: its Unlock resigns.
+func termLease(t *dlock.Term, err error) (*dlock.Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return t.Lease, nil
 }
 
 // errFairQuorum refuses --fair on a quorum.
@@ -108,17 +126,24 @@ func (r *runCmd) parse(args []string) (name string, command []string, err error)
 	return pos[0], command, nil
 }
 
-// checkKind checks the flags that choose the kind of lock: at most one kind, and for a
-// Semaphore permits between 1 and its size (--size alone takes 1 permit).
+// checkKind checks the flags that choose the kind of lock: at most one kind, for a
+// Semaphore permits between 1 and its size (--size alone takes 1 permit), and --value
+// only with --elect.
 func (r *runCmd) checkKind(fs *pflag.FlagSet) error {
 	var given []string
-	for _, f := range []string{"shared", "exclusive", "permits", "size", "fair"} {
+	for _, f := range []string{"shared", "exclusive", "permits", "size", "fair", "elect"} {
 		if fs.Changed(f) && (f != "size" || !fs.Changed("permits")) {
 			given = append(given, "--"+f)
 		}
 	}
 	if n := len(given); n > 1 {
-		return usage("run", "%s and %s exclude each other: give one. The lock is a Mutex by default, a FairMutex with --fair, an RWMutex with --shared (readers) or --exclusive (the writer), a Semaphore with --permits N --size M", strings.Join(given[:n-1], ", "), given[n-1])
+		return usage("run", "%s and %s exclude each other: give one. The lock is a Mutex by default, a FairMutex with --fair, an RWMutex with --shared (readers) or --exclusive (the writer), a Semaphore with --permits N --size M, an Election's term with --elect", strings.Join(given[:n-1], ", "), given[n-1])
+	}
+	switch {
+	case fs.Changed("value") && !r.elect:
+		return usage("run", "--value is the leader's value: it needs --elect")
+	case len(r.value) > dlock.MaxValueLen:
+		return usage("run", "--value is %d bytes long: at most %d (dlock.MaxValueLen); give a reference (an address, a key) instead", len(r.value), dlock.MaxValueLen)
 	}
 	switch {
 	case !fs.Changed("permits") && !fs.Changed("size"):
@@ -298,6 +323,8 @@ func (r *runCmd) heldBy(name, held string) string {
 		return fmt.Sprintf("the lock %q is held by readers or a writer", name)
 	case r.size > 0:
 		return fmt.Sprintf("the Semaphore %q has fewer than %d of its %d permits free, or others wait for them first", name, r.permits, r.size)
+	case r.elect:
+		return fmt.Sprintf("the election %q has another leader%s", name, held)
 	}
 	return fmt.Sprintf("the lock %q is held by another process%s", name, held)
 }

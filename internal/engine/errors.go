@@ -172,7 +172,7 @@ func (e *kindClash) Unwrap() error { return e.err }
 // kindTypes are the public types of the kinds.
 var kindTypes = map[string]string{
 	KindMutex: "Mutex", KindFair: "FairMutex", KindRead: "RWMutex", KindWrite: "RWMutex",
-	KindSemaphore: "Semaphore", KindTimestamp: "TimestampMutex", KindMulti: "MultiMutex",
+	KindSemaphore: "Semaphore", KindTimestamp: "TimestampMutex", KindMulti: "MultiMutex", KindElection: "Election",
 }
 
 // clashes rewrites the WRONGTYPE failures of an acquisition of t as kindClash.

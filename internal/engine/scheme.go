@@ -78,6 +78,7 @@ const (
 	KindSemaphore = "semaphore"
 	KindTimestamp = "timestamp"
 	KindMulti     = "multi"
+	KindElection  = "election"
 )
 
 // A policy is what the engine asks of a kind beyond its scripts and its sharing. Each

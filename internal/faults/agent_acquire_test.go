@@ -25,6 +25,8 @@ func (a *agent) acquire(ctx context.Context, cmd command) (holding, error) {
 		}
 		m := a.client.Mutex(cmd.Name, opts...)
 		l, err = pick(cmd.Try, m.TryLock, m.Lock)(ctx)
+	case "elect":
+		return a.campaign(ctx, cmd)
 	case "fair":
 		m := a.client.FairMutex(cmd.Name, opts...)
 		l, err = pick(cmd.Try, m.TryLock, m.Lock)(ctx)

@@ -199,6 +199,7 @@ var agentOps = map[string]func(a *agent, cmd command){
 	"fuzz":       (*agent).fuzz,
 	"random":     (*agent).random,
 	"guard":      (*agent).guard,
+	"leader":     (*agent).leader,
 }
 
 func (a *agent) do(cmd command) {

@@ -44,7 +44,7 @@ type sentinelConfig struct {
 type command struct {
 	Op      string        `json:"op"`
 	ID      string        `json:"id,omitempty"`   // the lease it takes or acts on
-	Kind    string        `json:"kind,omitempty"` // lock: mutex (default), fair, read, write, sem
+	Kind    string        `json:"kind,omitempty"` // lock: mutex (default), fair, read, write, sem, elect
 	Name    string        `json:"name,omitempty"`
 	Names   []string      `json:"names,omitempty"`
 	TTL     time.Duration `json:"ttl,omitempty"`

@@ -15,13 +15,14 @@ const resumeSlack = 200 * time.Millisecond
 // pauseHolder: A holds the lock and writes; A is stopped (SIGSTOP) for twice its TTL; B
 // takes the lock and writes; A runs again and writes with its stale token, as a holder
 // paused between its check and its write would. The storage must refuse it, B must have
-// taken the lock only after A's ValidUntil, and A must see its lease lost at once.
-func pauseHolder(nodes int) func(r *run) {
+// taken the lock only after A's ValidUntil, and A must see its lease lost at once. kind is
+// the command's: "" for a Mutex, "elect" for an Election's terms, which B then reads back.
+func pauseHolder(nodes int, kind string) func(r *run) {
 	return func(r *run) {
 		d := deploy(r, nodes)
 		a := d.spawn(r, "A", d.addrs())
 		b := d.spawn(r, "B", d.addrs())
-		a.send(command{Op: "lock", ID: "a", Name: "res", TTL: pauseTTL})
+		a.send(command{Op: "lock", ID: "a", Kind: kind, Name: "res", TTL: pauseTTL})
 		if _, ok := a.expectEv(evAcquired, "a", chkNoErrors); !ok {
 			return
 		}
@@ -29,8 +30,11 @@ func pauseHolder(nodes int) func(r *run) {
 		a.awaitEv(evWrote, "a")
 		a.pause()
 		pausedAt := time.Now()
-		b.send(command{Op: "lock", ID: "b", Name: "res", TTL: pauseTTL, Wait: 5 * pauseTTL})
+		b.send(command{Op: "lock", ID: "b", Kind: kind, Name: "res", TTL: pauseTTL, Wait: 5 * pauseTTL})
 		eb, ok := b.expectEv(evAcquired, "b", chkTakeover)
+		if ok && kind == "elect" {
+			checkLeader(r, b, eb)
+		}
 		if ok {
 			b.send(command{Op: "write", ID: "b"})
 			b.awaitEv(evWrote, "b")

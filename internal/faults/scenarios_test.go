@@ -14,7 +14,7 @@ var scenarios = []scenario{
 		checks:  []string{chkExclusive, chkFencing, chkLossOnTime, chkTokens},
 		runs:    2,
 		figure:  figure{"B took over %.0f ms after A's ValidUntil (least)", worstMin},
-		run:     pauseHolder(1),
+		run:     pauseHolder(1, ""),
 	},
 	{
 		name:    "pause-quorum",
@@ -23,7 +23,16 @@ var scenarios = []scenario{
 		checks:  []string{chkExclusive, chkFencing, chkLossOnTime, chkTokens},
 		runs:    2,
 		figure:  figure{"B took over %.0f ms after A's ValidUntil (least)", worstMin},
-		run:     pauseHolder(3),
+		run:     pauseHolder(3, ""),
+	},
+	{
+		name:    "election-pause",
+		fault:   "pause-one with an Election on a quorum of 3 independent servers: leader A's term stopped (SIGSTOP) for 2×TTL (TTL 1s); B campaigns; A resumes and writes with its stale token",
+		asserts: "as pause-one, for terms: B leads only after A's ValidUntil and reads itself back as the leader (value, token); the fenced storage refuses A; A sees its term lost at once",
+		checks:  []string{chkExclusive, chkFencing, chkLossOnTime, chkTokens},
+		runs:    2,
+		figure:  figure{"B led %.0f ms after A's ValidUntil (least)", worstMin},
+		run:     pauseHolder(3, "elect"),
 	},
 	{
 		name:    "delayed-replies",

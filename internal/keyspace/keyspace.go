@@ -36,6 +36,7 @@ const (
 	readersSuffix   = ":readers"
 	writersSuffix   = ":writers"
 	permitsSuffix   = ":permits"
+	leaderSuffix    = ":leader"
 	// GrantedInfix separates Tag from a FairMutex waiter's token in the name of the
 	// waiter's own channel (GrantedPrefix).
 	GrantedInfix = ":granted:"
@@ -47,7 +48,7 @@ const (
 // (GoneInfix and a token) and the waiters' channels (GrantedInfix, not keys) end in a
 // token, and are not listed.
 func Companions() []string {
-	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix, ownerSuffix}
+	return []string{fenceSuffix, turnsSuffix, asksSuffix, queueSuffix, deadlinesSuffix, readersSuffix, writersSuffix, permitsSuffix, ownerSuffix, leaderSuffix}
 }
 
 // Queue is the FairMutex's or the Semaphore's queue: a list of waiter ids in arrival order.
@@ -65,6 +66,11 @@ func (k Keys) Writers() string { return k.Tag + writersSuffix }
 
 // Permits is the Semaphore's hash, token -> permits held; its holders are the lock key.
 func (k Keys) Permits() string { return k.Tag + permitsSuffix }
+
+// Leader is an Election's record, a hash of the term that wrote last (its token, fencing
+// token, value, owner, since), and the channel where each write is published; its lock is
+// Lock, a Mutex's key.
+func (k Keys) Leader() string { return k.Tag + leaderSuffix }
 
 // GrantedPrefix begins the channel of each FairMutex waiter: the prefix and its token.
 func (k Keys) GrantedPrefix() string { return k.Tag + GrantedInfix }

@@ -9,7 +9,9 @@ import (
 // publishes them on the lock's channel, fair_release.lua (grants only) on the waiter's own
 // channel; every other payload ("released", a reader's or a permit's release) just says
 // that the lock may be free. This file is the one decoder of them, and the one encoder
-// (which the scripts mirror in Lua, and tests use).
+// (which the scripts mirror in Lua, and tests use). election_proclaim.lua publishes
+// "proclaimed" on an election's own channel (keyspace.Keys.Leader), which only its
+// observers hear, and which they do not decode: any message there means "read again".
 //
 //	turn:<process id>                               the turn: only that process may take the free lock, for a moment
 //	grant:<id>:<token>:<fencing counter>:<reserved> the lock itself, set to the request's token

@@ -65,6 +65,12 @@ var (
 	owner string
 	//go:embed guard.lua
 	guard string
+	//go:embed election_proclaim.lua
+	electionProclaim string
+	//go:embed election_extend.lua
+	electionExtend string
+	//go:embed election_read.lua
+	electionRead string
 )
 
 // The scripts, ready for redis.Script.Run (EVALSHA, falling back to EVAL).
@@ -91,4 +97,7 @@ var (
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)
 	Owner            = redis.NewScript(owner)
 	Guard            = redis.NewScript(goneLua + guard)
+	ElectionProclaim = redis.NewScript(electionProclaim)
+	ElectionExtend   = redis.NewScript(goneLua + electionExtend)
+	ElectionRead     = redis.NewScript(electionRead)
 )

@@ -50,8 +50,9 @@ const (
 	maxFuncLines = 60
 	// rootLinesUnder is the line count (wc -l) that the root package's non-test Go files
 	// together must stay under. It moves only with the API: WithOwner and Guard, with their
-	// contracts, brought the root from 1,362 lines to 1,430.
-	rootLinesUnder = 1460
+	// contracts, brought the root from 1,362 lines to 1,430; the Election's (Election,
+	// Term, Leader and their contracts), to 1,556.
+	rootLinesUnder = 1590
 	// maxArchitectureWords bounds ARCHITECTURE.md (wc -w, the whole file).
 	maxArchitectureWords = 1500
 )
