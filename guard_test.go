@@ -81,10 +81,18 @@ type guardKind struct {
 }
 
 var guardKinds = []guardKind{
-	{"mutex", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.Mutex(n).Lock(ctx) }},
-	{"fair", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.FairMutex(n).Lock(ctx) }},
-	{"write", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.RWMutex(n).Lock(ctx) }},
-	{"read", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) { return c.RWMutex(n).RLock(ctx) }},
+	{"mutex", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.Mutex(n).Lock(ctx)
+	}},
+	{"fair", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.FairMutex(n).Lock(ctx)
+	}},
+	{"write", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.RWMutex(n).Lock(ctx)
+	}},
+	{"read", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
+		return c.RWMutex(n).RLock(ctx)
+	}},
 	{"semaphore", func(ctx context.Context, c *dlock.Client, n string) (*dlock.Lease, error) {
 		return c.Semaphore(n, 3).Acquire(ctx, 2)
 	}},
