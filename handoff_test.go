@@ -291,7 +291,7 @@ func TestStaleLeaveKeepsNewerAsk(t *testing.T) {
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 15*time.Second)
 
-	q, p := newClient(t, rdb), newClient(t, rdb)
+	q, p := newClient(t, rdb), named(t, newClient(t, rdb))
 	held, err := q.Mutex("lv", dlock.TTL(5*time.Second)).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestGrantAfterUndoneAttempt(t *testing.T) {
 	ctx := ctxTimeout(t, 20*time.Second)
 	const lockKey, asks, turns, channel = "dlock:k", "{dlock:k}:asks", "{dlock:k}:turns", "{dlock:k}:released"
 
-	q, p, r := newClient(t, rdb), newClient(t, rdb), newClient(t, rdb)
+	q, p, r := newClient(t, rdb), named(t, newClient(t, rdb)), named(t, newClient(t, rdb))
 	hq := mustLock(t, q.Mutex("k", dlock.TTL(10*time.Second), dlock.NoRenew()), ctx)
 	// P's attempts will be told the holder has 200ms left: its next attempt comes then.
 	base := scriptCalls(t, rdb)

@@ -109,3 +109,15 @@ func defaultOwner(t *testing.T) string {
 	}
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
+
+// named has c write its owner's label, which its first acquisition does (owner.lua, one
+// script), before a test counts the scripts the server runs, so that the count is the
+// lock's own. It returns c.
+func named(t *testing.T, c *dlock.Client) *dlock.Client {
+	t.Helper()
+	ctx := ctxTimeout(t, 5*time.Second)
+	if err := mustLock(t, c.Mutex("owner-written"), ctx).Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

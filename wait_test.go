@@ -64,7 +64,7 @@ func TestWakeOnForeignExpiry(t *testing.T) {
 	// No keyspace events: the acquire script's reply (the holder's remaining time) is
 	// what wakes the waiter, without polling in between.
 	_, rdb := standalone(t)
-	c := newClient(t, rdb, dlock.WithPrefix(""))
+	c := named(t, newClient(t, rdb, dlock.WithPrefix("")))
 	ctx := ctxTimeout(t, 20*time.Second)
 	expiry := 1500 * time.Millisecond
 	rdb.Set(ctx, "expiring", "other-library-token", expiry)
