@@ -264,3 +264,34 @@ func TestProclaimRacingUnlockAndRenewal(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveForceUnlock: ForceUnlock of an election's name (it publishes as a release
+// does) makes Observe report no leader within about a round trip, and the term ends at
+// its next renewal, after which its Proclaim writes nothing.
+func TestObserveForceUnlock(t *testing.T) {
+	t.Parallel()
+	_, rdb := standalone(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c := newClient(t, rdb)
+	obs := c.Election("forced").Observe(ctx)
+	term, err := newClient(t, rdb).Election("forced", dlock.TTL(2*time.Second)).Campaign(ctx, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, obs, 5*time.Second, "the leader", valued("v"))
+	forced := time.Now()
+	if _, err := c.ForceUnlock(ctx, "forced"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, obs, 5*time.Second, "no leader", noLeader)
+	if d := time.Since(forced); d > 500*time.Millisecond {
+		t.Errorf("Observe reported no leader %v after ForceUnlock", d)
+	}
+	waitClosed(t, term.Done(), 3*time.Second, "the forced term's end")
+	if err := term.Proclaim(ctx, "stale"); !errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("Proclaim after ForceUnlock = %v, want ErrLost", err)
+	}
+	if _, err := c.Election("forced").Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+		t.Fatalf("Leader after the stale Proclaim = %v, want ErrNoLeader", err)
+	}
+}
