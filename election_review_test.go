@@ -295,3 +295,34 @@ func TestObserveForceUnlock(t *testing.T) {
 		t.Fatalf("Leader after the stale Proclaim = %v, want ErrNoLeader", err)
 	}
 }
+
+// TestElectionServerRestart: a server restarted empty under a leader ends its term (at
+// its next renewal) and Observe reports no leader, then the next term; a Proclaim of the
+// ended term writes nothing.
+func TestElectionServerRestart(t *testing.T) {
+	t.Parallel()
+	srv, rdb := standalone(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	const ttl = time.Second
+	obs := newClient(t, rdb).Election("restart").Observe(ctx)
+	e := newClient(t, rdb).Election("restart", dlock.TTL(ttl))
+	term, err := e.Campaign(ctx, "before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, obs, 5*time.Second, "the leader", valued("before"))
+	srv.Kill(t)
+	srv.Restart(t)
+	until(t, obs, 10*time.Second, "no leader after the restart", noLeader)
+	waitClosed(t, term.Done(), 5*time.Second, "the term's end")
+	if err := term.Proclaim(ctx, "stale"); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Proclaim after the restart = %v, want ErrNotHeld", err)
+	}
+	next, err := e.Campaign(ctx, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, obs, 5*time.Second, "the next leader", valued("after"))
+	t.Logf("tokens: %d before the restart, %d after (an empty server: guarantees.md)", term.Token(), next.Token())
+	_ = next.Unlock(ctx)
+}
