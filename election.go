@@ -97,9 +97,10 @@ func term(t *engine.Term, err error) (*Term, error) {
 
 // Proclaim makes value the leader's value while this term leads, and tells the observers.
 // After the term has ended, or when Redis finds it has, it returns an error wrapping
-// ErrNotHeld and ErrLost (or ErrReleased), and writes nothing. Otherwise, on failure, the
-// value may or may not have been written; a Proclaim made later wins over an earlier one
-// that lands after it. ctx bounds the request.
+// ErrNotHeld and ErrLost (or ErrReleased; ErrNotHeld alone while an Unlock of the term is
+// under way), and writes nothing. Otherwise, on failure, the value may or may not have
+// been written; a Proclaim made later wins over an earlier one that lands after it. ctx
+// bounds the request.
 func (t *Term) Proclaim(ctx context.Context, value string) error { return t.t.Proclaim(ctx, value) }
 
 // Value returns the value of the newest Campaign or Proclaim of this term that succeeded.

@@ -3,10 +3,10 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/quorum"
@@ -53,23 +53,47 @@ func (e *Election) Leader(ctx context.Context) (Reading, error) {
 	return e.read(ctx)
 }
 
-// read reads every node, each for at most the per-node timeout, and decides.
+// read reads every node, each for at most the per-node timeout, and decides as soon as
+// the answers settle it: a node that hangs delays a reading only when its answer could
+// change the outcome. A node not waited for finishes its read in the background.
 func (e *Election) read(ctx context.Context) (Reading, error) {
 	c := e.t.c
 	start := time.Now()
 	timeout := max(nodeTimeout(c, e.t.cfg.TTL), 500*time.Millisecond)
-	rs := make([]nodeReading, len(c.nodes))
-	var wg sync.WaitGroup
+	type answer struct {
+		i int
+		r nodeReading
+	}
+	answers := make(chan answer, len(c.nodes)) // room for all: a late answer never blocks
 	for i, n := range c.nodes {
-		wg.Go(func() {
+		go func() {
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			reply, err := scripts.ElectionRead.Run(nctx, n.RDB, e.record, "").Slice()
-			rs[i] = parseReading(reply, err)
-		})
+			answers <- answer{i, parseReading(reply, err)}
+		}()
 	}
-	wg.Wait()
+	rs := make([]nodeReading, len(c.nodes))
+	for i := range rs {
+		rs[i].err = errUnanswered
+	}
+	for pending := len(rs); pending > 0 && !settled(rs, pending); pending-- {
+		a := <-answers
+		rs[a.i] = a.r
+	}
 	return e.decide(rs, start)
+}
+
+// errUnanswered is the reading of a node that read did not wait for.
+var errUnanswered = errors.New("dlock: no answer waited for")
+
+// settled reports whether the answers in rs decide the reading whatever the pending nodes
+// answer: a term leads on a majority already, or none could even if every pending node
+// held it (and the shortfall of failed nodes could not be one either).
+func settled(rs []nodeReading, pending int) bool {
+	_, top, failed := tally(rs)
+	need := quorum.Majority(len(rs))
+	return top >= need || top+failed+pending < need
 }
 
 // parseReading decodes election_read.lua's reply; elements of an unexpected type read as
@@ -95,19 +119,11 @@ func parseReading(reply []any, err error) nodeReading {
 func (e *Election) decide(rs []nodeReading, start time.Time) (Reading, error) {
 	c := e.t.c
 	need := quorum.Majority(len(rs))
+	best, top, _ := tally(rs)
 	var failed []Failure
-	counts := make(map[string]int, 1)
 	for i, r := range rs {
 		if r.err != nil {
 			failed = append(failed, Failure{Addr: c.nodes[i].Name, Err: r.err})
-		} else if r.holder != "" && r.holder == r.token {
-			counts[r.token]++
-		}
-	}
-	best, top := "", 0
-	for token, n := range counts {
-		if n > top {
-			best, top = token, n
 		}
 	}
 	switch {
@@ -117,6 +133,24 @@ func (e *Election) decide(rs []nodeReading, start time.Time) (Reading, error) {
 		return Reading{}, c.pub.Error(Shortfall{Op: "leader", Name: e.t.name, Agreed: len(rs) - len(failed), Needed: need, Total: len(rs), Nodes: failed})
 	}
 	return Reading{}, fmt.Errorf("dlock: election %q: %w", e.t.name, Inner(ErrNoLeader))
+}
+
+// tally finds the term that leads on the most nodes of rs (its lock holds the token its
+// record names), on how many, and how many nodes failed, those not waited for apart.
+func tally(rs []nodeReading) (best string, top, failed int) {
+	counts := make(map[string]int, 1)
+	for _, r := range rs {
+		switch {
+		case r.err == errUnanswered:
+		case r.err != nil:
+			failed++
+		case r.holder != "" && r.holder == r.token:
+			if counts[r.token]++; counts[r.token] > top {
+				best, top = r.token, counts[r.token]
+			}
+		}
+	}
+	return best, top, failed
 }
 
 // leaderOf is the reading of the term whose holder token is holder, which leads on at

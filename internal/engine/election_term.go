@@ -61,7 +61,11 @@ func (t *Term) write(ctx context.Context, op, value string) error {
 		func(v *votes) bool { return v.yes >= need || v.no > n-need })
 	switch {
 	case v.no > n-need:
-		h.lost(op + " found the lock no longer holds the term's token (expired, deleted or taken)")
+		// While an Unlock is under way its release may have landed first: the term was
+		// resigned, not lost, and the release says so when it ends the hold (as for Extend).
+		if !h.lost(op+" found the lock no longer holds the term's token (expired, deleted or taken)") && !h.ended() {
+			return fmt.Errorf("dlock: %s %q: %w (an Unlock of this term is in progress)", op, h.t.name, Inner(ErrNotHeld))
+		}
 		return h.endedError(op)
 	case v.yes < need:
 		return c.pub.Error(Shortfall{Op: op, Name: h.t.name, Agreed: v.yes, Needed: need, Total: n, Nodes: probeSilent(v.problems(c.nodes))})
