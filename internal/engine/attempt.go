@@ -30,7 +30,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	t.share.prepare(r)
 	tk := &r.tk
 	var owners []*batch.Call
-	if _, named := tk.token.(string); named { // a TimestampMutex's stamp names no owner
+	if namesOwner(tk.token) {
 		owners = c.announce(t.cfg.TTL)
 	}
 	v := canvass(ctx, c, t.parts, nil, t.cfg.TTL,

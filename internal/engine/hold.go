@@ -401,7 +401,7 @@ func (h *Hold) extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	var owners []*batch.Call // a longer lease keeps its owner's label as long
-	if _, named := h.token.(string); named {
+	if namesOwner(h.token) {
 		owners = c.announce(ttl)
 	}
 	v := poll(ctx, c, h.t.parts, nil, ttl,

@@ -11,8 +11,8 @@ import (
 
 // Owner names: a Client that has an owner name (WithOwner) begins every token it makes
 // with its id and keeps the name in one key per node (keyspace.OwnerKey), written without
-// waiting, in the round trip of an acquisition (batch.Call.Before) or beside a renewal
-// batch, and only when the key would
+// waiting, ahead of an acquisition or Extend in its round trip (batch.Call.Before) or
+// beside a renewal batch, and only when the key would
 // otherwise expire within ownerRefresh of the lease it labels: once per ownerRefresh per
 // node, however many locks the Client takes. The key lasts ownerLife past the lease, so
 // it outlives every lease it names; Close deletes it, and it expires by itself if the
@@ -46,10 +46,10 @@ func newOwner(cfg ClientConfig, id string, n int) owner {
 // when none is due): the caller sends each without waiting for it, ahead of its own call
 // to the node (batch.Call.Before), or alone (send). Their failure is not seen: a node that
 // lost the key (restarted empty) has it again at the next write, within ownerRefresh, and
-// Inspect shows no owner meanwhile.
+// Inspect shows no owner meanwhile. A ttl of 0 labels nothing.
 func (c *Client) announce(ttl time.Duration) []*batch.Call {
 	o := &c.owner
-	if o.name == "" {
+	if o.name == "" || ttl <= 0 {
 		return nil
 	}
 	var writes []*batch.Call
@@ -67,10 +67,16 @@ func (c *Client) announce(ttl time.Duration) []*batch.Call {
 		if writes == nil {
 			writes = make([]*batch.Call, len(o.until))
 		}
-		writes[i] = &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, life.Milliseconds()},
-			Node: i, Deadline: now.Add(nodeTimeout(c, ttl)), Done: make(chan *batch.Call, 1)}
+		writes[i] = o.write(i, life, now.Add(nodeTimeout(c, ttl)))
 	}
 	return writes
+}
+
+// namesOwner reports whether a hold's token leads to its owner: any but a TimestampMutex's
+// stamp, whose key holds a deadline.
+func namesOwner(token any) bool {
+	_, ok := token.(string)
+	return ok
 }
 
 // ownerWrite attaches the owner write due for call's node, if any, ahead of call.
@@ -101,8 +107,13 @@ func (c *Client) retire() {
 		if o.until[i].Swap(0) == 0 {
 			continue // never written there
 		}
-		call := &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, 0},
-			Node: i, Deadline: time.Now().Add(closeTimeout), Done: make(chan *batch.Call, 1)}
-		c.batchers[i].TrySend(call)
+		c.batchers[i].TrySend(o.write(i, 0, time.Now().Add(closeTimeout)))
 	}
+}
+
+// write is owner.lua's call to node i: the key made to last life from when it lands, or
+// deleted (life 0). No one waits for its reply.
+func (o *owner) write(i int, life time.Duration, deadline time.Time) *batch.Call {
+	return &batch.Call{Script: scripts.Owner, Keys: []string{o.key}, Args: []any{o.name, life.Milliseconds()},
+		Node: i, Deadline: deadline, Done: make(chan *batch.Call, 1)}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
 // newToken returns 128 random bits from crypto/rand, hex-encoded.
@@ -18,9 +20,9 @@ func (c *Client) newToken() string { return newPrefixedToken(c.owner.prefix) }
 // newPrefixedToken returns prefix followed by newToken's 128 random bits, in one
 // allocation.
 func newPrefixedToken(prefix string) string {
-	var b [16]byte
-	_, _ = crand.Read(b[:]) // never fails on supported platforms (Go 1.24+ panics instead)
-	var h [32]byte
+	var b [keyspace.RandomLen / 2]byte // 128 bits
+	_, _ = crand.Read(b[:])            // never fails on supported platforms (Go 1.24+ panics instead)
+	var h [keyspace.RandomLen]byte
 	hex.Encode(h[:], b[:])
 	var s strings.Builder
 	s.Grow(len(prefix) + len(h))

@@ -43,8 +43,8 @@ type renewals struct {
 	ttls    []time.Duration
 	seqs    []uint64
 	minTTL  time.Duration
-	maxTTL  time.Duration
-	start   time.Time // when the batch was sent
+	maxTTL  time.Duration // the longest of the holds that name an owner (owner.go); 0: none
+	start   time.Time     // when the batch was sent
 }
 
 func captureRenewals(entries []*renew.Entry) *renewals {
@@ -69,7 +69,9 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if b.minTTL == 0 || ttl < b.minTTL {
 			b.minTTL = ttl
 		}
-		b.maxTTL = max(b.maxTTL, ttl)
+		if namesOwner(h.token) {
+			b.maxTTL = max(b.maxTTL, ttl)
+		}
 	}
 	return b
 }
