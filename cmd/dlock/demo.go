@@ -292,7 +292,7 @@ func (dc *demoCmd) printResults(c *cli, rounds []demoRound, results []roundResul
 	fmt.Fprintf(&b, "2. With dlock, each purchase (read the stock, take the payment, write) ran alone:\n   exactly %d sold, stock %d.\n", r2.sold, r2.stock)
 	fmt.Fprintf(&b, "3. Buyer 1 was frozen (SIGSTOP) while it held the lock with fencing token %d, and\n   stayed frozen past its %v lease. The other buyers took the lock after it (tokens\n   %d and up) and the sale went on.\n   When buyer 1 woke (SIGCONT) it still believed it held the lock\n   and ", r3.pausedToken, demoPauseTTL, r3.pausedToken+1)
 	if rounds[2].mode == "guarded" {
-		fmt.Fprintf(&b, "sent its decrement of the stock with Lease.Guard: the lock was no longer its\n   own, so nothing was applied, and Guard refused it. A lock cannot stop a holder\n   that does not know it was paused; a write Redis applies only under the lock can.\n")
+		fmt.Fprintf(&b, "tried its decrement of the stock with Lease.Guard: its lease had ended, so Guard\n   refused it and nothing was applied (a request already on its way would have been\n   refused by Redis, where the lock is no longer its own). A lock cannot stop a holder\n   that does not know it was paused; a write Redis applies only under the lock can.\n")
 	} else {
 		fmt.Fprintf(&b, "wrote with token %d: the store had already seen token %d, and refused it. A\n   lock cannot stop a holder that does not know it was paused; a fencing token\n   checked by the store can.\n", r3.pausedToken, r3.newerToken)
 	}

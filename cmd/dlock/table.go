@@ -32,8 +32,8 @@ var shrinkable = []struct {
 }{{"HOLDER", 8, false}, {"OWNER", 12, true}, {"NAME", 12, true}}
 
 // layoutTable aligns the cells in columns two spaces apart, within width (0: no limit):
-// the shrinkable columns are truncated, then the lines are cut at the right. The last
-// column is not padded.
+// the shrinkable columns are truncated (a line still wider is cut by its caller: top's
+// render). The last column is not padded.
 func layoutTable(cells [][]string, width int) []string {
 	widths := make([]int, len(cells[0]))
 	for _, row := range cells {

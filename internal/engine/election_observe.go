@@ -13,8 +13,8 @@ import (
 // returned channel, which holds one: a reading the reader has not taken yet is replaced by
 // a newer one, so the reader may miss changes but never the latest. It reads the election
 // when a write or a release is published (subscribed on every node before the reading it
-// could change), when the leader's term would end unless renewed (nothing publishes an
-// expiry), and every TTL in case a message was lost; after a failed reading it sends the
+// could change), when the leader's term would end unless renewed (an expiry is
+// published only where keyspace events are on), and every TTL in case a message was lost; after a failed reading it sends the
 // error, logs it and reads again with backoff. The channel is closed when ctx ends or the
 // Client is closed.
 func Observe[T any](ctx context.Context, e *Election, conv func(Reading) T) <-chan T {
