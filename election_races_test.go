@@ -291,6 +291,8 @@ func TestObserveForceUnlock(t *testing.T) {
 	if err := term.Proclaim(ctx, "stale"); !errors.Is(err, dlock.ErrLost) {
 		t.Fatalf("Proclaim after ForceUnlock = %v, want ErrLost", err)
 	}
+	// The Proclaim was refused before it was sent (the term had ended here): this checks
+	// that the ForceUnlock left no leader, not Redis's refusal.
 	if _, err := c.Election("forced").Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
 		t.Fatalf("Leader after the stale Proclaim = %v, want ErrNoLeader", err)
 	}
@@ -298,7 +300,8 @@ func TestObserveForceUnlock(t *testing.T) {
 
 // TestElectionServerRestart: a server restarted empty under a leader ends its term (at
 // its next renewal) and Observe reports no leader, then the next term; a Proclaim of the
-// ended term writes nothing.
+// ended term is refused (by the client, which saw the term end: what Redis does with a
+// late one is internal/scripts' TestElectionProclaim and election_late_test.go).
 func TestElectionServerRestart(t *testing.T) {
 	t.Parallel()
 	srv, rdb := standalone(t)

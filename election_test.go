@@ -357,6 +357,8 @@ func TestElectionGuard(t *testing.T) {
 	if _, err := term.Guard(ctx, write); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Fatalf("Guard after resigning = %v, want ErrNotHeld", err)
 	}
+	// Refused before sending (the term ended here); Redis's own refusal of a stale Guard
+	// is TestGuardEveryKind's, for the Mutex whose key a term holds.
 	if n := rdb.Exists(ctx, key).Val(); n != 0 {
 		t.Fatal("Guard after resigning wrote")
 	}

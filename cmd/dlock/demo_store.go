@@ -34,7 +34,7 @@ var (
 
 // errStale is the store's refusal of a request that carries a stale fencing token, or a
 // guarded write refused.
-var errStale = errors.New("refused: stale fencing token")
+var errStale = errors.New("refused: the writer no longer holds the lock (a stale fencing token, or a guarded write after its lease)")
 
 // storeRead returns the stock; token 0 means no fencing.
 func storeRead(ctx context.Context, rdb redis.Cmdable, token uint64) (int64, error) {

@@ -90,13 +90,8 @@ func (ec *electCmd) parse(cmd string, args []string) (string, error) {
 func (ec *electCmd) open(c *cli, cmd string) (*dlock.Client, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
-	_, d, err := ec.sf.connect(ctx, c, cmd)
+	d, client, err := ec.sf.openClient(ctx, c, cmd, ec.sf.logger(c))
 	if err != nil {
-		return nil, nil, err
-	}
-	client, err := d.client(ec.sf.prefix, ec.sf.logger(c))
-	if err != nil {
-		d.Close()
 		return nil, nil, err
 	}
 	return client, func() { _ = client.Close(); d.Close() }, nil

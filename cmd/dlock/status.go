@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,16 +72,26 @@ type lockReader struct {
 // openReader connects to the servers (a failure is the command's error) and returns a
 // lockReader on them.
 func (sf *serverFlags) openReader(ctx context.Context, c *cli, cmd string) (*lockReader, error) {
-	_, d, err := sf.connect(ctx, c, cmd)
+	d, dc, err := sf.openClient(ctx, c, cmd, slogDiscard())
 	if err != nil {
-		return nil, err
-	}
-	dc, err := d.client(sf.prefix, slogDiscard())
-	if err != nil {
-		d.Close()
 		return nil, err
 	}
 	return &lockReader{d: d, c: dc, prefix: sf.prefix}, nil
+}
+
+// openClient connects to the servers (a failure is the command's error) and returns a
+// Client on them that logs to log; closing it leaves the deployment to close.
+func (sf *serverFlags) openClient(ctx context.Context, c *cli, cmd string, log *slog.Logger) (*deployment, *dlock.Client, error) {
+	_, d, err := sf.connect(ctx, c, cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := d.client(sf.prefix, log)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, dc, nil
 }
 
 // Close closes the Client, then the Redis clients it used.

@@ -26,9 +26,6 @@ import (
 // every observer at every change, so it stays small.
 const MaxValueLen = 64 << 10
 
-// ErrNoLeader: an election that no term leads.
-var ErrNoLeader = errors.New("dlock: no leader")
-
 // Election is the engine of one election.
 type Election struct {
 	t      *Target

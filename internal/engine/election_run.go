@@ -19,7 +19,7 @@ func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Co
 	for failures := 0; ; failures++ {
 		term, err := e.Campaign(ctx, value, false)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) || e.t.c.Usable() != nil {
+			if ctx.Err() != nil || e.t.c.Usable() != nil { // Close: Usable says ErrClosed
 				return err
 			}
 			log.Warn("dlock: campaign failed; trying again", "name", e.t.name, "err", err)

@@ -23,6 +23,8 @@ var (
 	ErrNotTimestamp = errors.New("dlock: not a timestamp lock")
 	// ErrNotReplicated: a write that fewer replicas acknowledged than WithReplicaAcks asks.
 	ErrNotReplicated = errors.New("dlock: not replicated")
+	// ErrNoLeader: an election that no term leads (election_read.go).
+	ErrNoLeader = errors.New("dlock: no leader")
 )
 
 // prefix begins every error's text, once: an error wrapped inside another is written

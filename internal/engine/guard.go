@@ -23,7 +23,7 @@ var (
 // holds its lock when it lands (internal/guard says why a script). See dlock.Lease.Guard.
 func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	h := l.h
-	if err := l.ended("guard"); err != nil {
+	if err := l.endedErr("guard"); err != nil {
 		return nil, err
 	}
 	mode, keys, err := guardKeys(h.t)
@@ -43,7 +43,7 @@ func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]re
 	}
 	// fn may have run past the lease's end: a lease ended here sends nothing, since a
 	// hand-off in this process leaves the key with the same token (Lease.Guard).
-	if err := l.ended("guard"); err != nil {
+	if err := l.endedErr("guard"); err != nil {
 		guard.Fail(cmds, err)
 		return cmds, err
 	}

@@ -57,7 +57,7 @@ func (l *Lease) Err() error {
 func (l *Lease) ValidUntil() time.Time { return l.h.validUntil() }
 
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := l.ended("extend"); err != nil {
+	if err := l.endedErr("extend"); err != nil {
 		return err
 	}
 	if err := CheckTTL(ttl); err != nil {
@@ -66,8 +66,8 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return l.h.extend(ctx, ttl)
 }
 
-// ended returns the error of op on l once l has ended, nil while it is held.
-func (l *Lease) ended(op string) error {
+// endedErr returns the error of op on l once l has ended, nil while it is held.
+func (l *Lease) endedErr(op string) error {
 	if err := l.Err(); err != nil {
 		if !l.outer && l.h.state() == nil {
 			return fmt.Errorf("dlock: %s %q: %w: %w (this re-entrant lease was unlocked)", op, l.h.t.name, Inner(ErrNotHeld), Inner(err))

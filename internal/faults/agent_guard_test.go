@@ -35,7 +35,7 @@ func (a *agent) guard(cmd command) {
 	if a.cfg.Mutation == mutGuardPlain {
 		err = a.nodes[0].RPush(ctx, key, entry).Err()
 	} else {
-		_, err = l.Guard(ctx, func(p redis.Pipeliner) error { return p.RPush(ctx, key, entry).Err() })
+		_, err = l.Guard(ctx, func(p redis.Pipeliner) error { p.RPush(ctx, key, entry); return nil })
 	}
 	e := event{Ev: evWrote, ID: cmd.ID, Op: cmd.Op, Name: key, Token: l.Token(), At: at, OK: err == nil}
 	if err != nil {

@@ -66,7 +66,7 @@ func learn(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) e
 	for _, n := range names {
 		name := n.(string)
 		ci := info.Val()[name]
-		if ci == nil { // unknown to the server: it will refuse the command itself
+		if ci == nil { // unknown to the server: keysOf asks COMMAND GETKEYS, whose refusal Guard returns before sending
 			specs.Store(name, spec{})
 			continue
 		}
