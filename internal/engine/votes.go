@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -390,7 +391,13 @@ func (v *votes) problems(nodes []*Node) []Failure {
 	for i, answered := range v.answered {
 		switch {
 		case v.failedAt(i):
-			out = append(out, Failure{Addr: nodes[i].Name, Err: v.errs[i]})
+			f := Failure{Addr: nodes[i].Name, Err: v.errs[i]}
+			if v.ctxErr == nil && errors.Is(f.Err, context.DeadlineExceeded) {
+				// The round trip's own deadline ran out, go-redis dialling on (it retries a
+				// refused dial): silent too, and probed for what is known.
+				f.silent, f.waited = nodes[i], time.Since(v.start).Round(time.Millisecond)
+			}
+			out = append(out, f)
 		case !answered && silence != nil:
 			f := Failure{Addr: nodes[i].Name, Err: silence}
 			if v.ctxErr == nil {
