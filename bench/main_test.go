@@ -125,6 +125,10 @@ func TestSmoke(t *testing.T) {
 					if len(gs) != cfg.HotWorkers*cfg.HotGoroutines {
 						t.Errorf("%s/%s: samples from %d goroutines, want %d", sc, lib, len(gs), cfg.HotWorkers*cfg.HotGoroutines)
 					}
+					// Both from one INFO commandstats per snapshot.
+					if !(r.Metrics["server_cmds_per_grant"] > 0) || !(r.Metrics["script_us_per_grant"] > 0) {
+						t.Errorf("%s/%s: commands %v and script µs %v per grant, want both", sc, lib, r.Metrics["server_cmds_per_grant"], r.Metrics["script_us_per_grant"])
+					}
 				}
 			}
 		}
