@@ -35,14 +35,14 @@ func TestObserveIgnoresRenewals(t *testing.T) {
 	obs := observer.Election("renewed").Observe(ctx)
 	until(t, obs, 2*time.Second, "the leader", valued("a"))
 
-	reads, renewals := observerHook.count(scripts.ElectionRead), leaderHook.count(scripts.ElectionExtend)
+	reads, renewals := observerHook.count(scripts.ElectionRead), leaderHook.count(scripts.MutexExtend)
 	select {
 	case l := <-obs:
 		t.Fatalf("observed %+v while the leader only renewed", l)
 	case <-time.After(3 * time.Second):
 	}
 	reads = observerHook.count(scripts.ElectionRead) - reads
-	renewals = leaderHook.count(scripts.ElectionExtend) - renewals
+	renewals = leaderHook.count(scripts.MutexExtend) - renewals
 	t.Logf("across %d renewals the observer read the election %d times", renewals, reads)
 	// Its timer alone reads every 2/3 to 1 of a TTL, where the renewals come every 1/3:
 	// about half as often; a wake-up per renewal reads at least once each.

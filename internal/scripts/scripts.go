@@ -67,8 +67,6 @@ var (
 	guard string
 	//go:embed election_proclaim.lua
 	electionProclaim string
-	//go:embed election_extend.lua
-	electionExtend string
 	//go:embed election_read.lua
 	electionRead string
 )
@@ -98,7 +96,6 @@ var (
 	Owner            = redis.NewScript(owner)
 	Guard            = redis.NewScript(GuardSrc)
 	ElectionProclaim = redis.NewScript(electionProclaim)
-	ElectionExtend   = redis.NewScript(goneLua + electionExtend)
 	ElectionRead     = redis.NewScript(electionRead)
 )
 
