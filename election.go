@@ -76,6 +76,9 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 // returns fn's error (nil included) without campaigning again. When the term ends first,
 // fn should return soon; Run logs the loss and campaigns again, with backoff, as it does
 // after a campaign that failed on the nodes, until ctx ends (the error then wraps ctx's).
+// A campaign's error that retrying cannot help (an invalid value or option, a closed
+// Client, a key that holds another type of value, a refused permission, a Lock that
+// would wait for a lease its ctx carries) is returned at once.
 func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Context) error) error {
 	return e.e.Run(ctx, value, fn)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,24 +38,69 @@ func TestGuardAppliedOnce(t *testing.T) {
 }
 
 // TestGuardAfterScriptFlush: a server that forgot the script (SCRIPT FLUSH, a restart)
-// still runs a Guard, which loads it again.
+// still runs a Guard, which sends the script itself (EVAL) in one round trip after the
+// EVALSHA it refused: no SCRIPT LOAD between them.
 func TestGuardAfterScriptFlush(t *testing.T) {
-	_, rdb := standalone(t)
+	srv, rdb := standalone(t)
 	ctx := ctxTimeout(t, 10*time.Second)
-	lease := mustLock(t, newClient(t, rdb).Mutex("guard-flush"), ctx)
+	hooked := redis.NewClient(srv.Options())
+	t.Cleanup(func() { _ = hooked.Close() })
+	sent := &commandNames{}
+	hooked.AddHook(sent)
+	lease := mustLock(t, newClient(t, hooked).Mutex("guard-flush"), ctx)
 	defer lease.Unlock(ctx)
 	key := lease.Key("n")
 	for range 2 {
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
+		sent.reset()
 		if err := guardIncr(ctx, lease, key); err != nil {
 			t.Fatalf("Guard after SCRIPT FLUSH: %v", err)
+		}
+		if got := sent.names(); !slices.Equal(got, []string{"evalsha", "eval"}) {
+			t.Fatalf("Guard after SCRIPT FLUSH sent %v, want evalsha then eval", got)
 		}
 	}
 	if n := rdb.Get(ctx, key).Val(); n != "2" {
 		t.Fatalf("%s = %q, want 2", key, n)
 	}
+}
+
+// commandNames is a go-redis hook that records the name of each script command
+// (EVALSHA, EVAL, SCRIPT) a client sends on its own.
+type commandNames struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (h *commandNames) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *commandNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" || name == "script" {
+			h.mu.Lock()
+			h.sent = append(h.sent, name)
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *commandNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *commandNames) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sent = nil
+}
+
+func (h *commandNames) names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.sent)
 }
 
 // TestGuardLongCommand: a command of as many arguments as Guard sends runs; one longer,

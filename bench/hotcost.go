@@ -17,10 +17,8 @@ type serverSnapshot struct {
 func (b *bench) serverSnapshot() serverSnapshot {
 	var s serverSnapshot
 	s.cpu, s.cpuOK = processCPU(b.single.PID())
-	s.calls, s.statsErr = b.commandStat(b.single.Addr, "calls")
-	if s.statsErr == nil {
-		s.usec, s.statsErr = b.commandStat(b.single.Addr, "usec")
-	}
+	stats, err := b.commandFields(b.single.Addr, "calls", "usec")
+	s.calls, s.usec, s.statsErr = stats["calls"], stats["usec"], err
 	return s
 }
 

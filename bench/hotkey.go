@@ -233,11 +233,21 @@ func (b *bench) hotKey(sc, lib string, run int) *result {
 	}
 	warmup := min(b.cfg.Duration/10, 500*time.Millisecond)
 	hotMetrics(res, samples, start.Add(warmup), end, n*per, per)
+	noneGranted(res)
 	// Σ hold ÷ wall rewards a library that slows its holders' sleeps down by keeping the
 	// CPUs busy; the grants at the nominal hold do not.
 	res.Metrics["nominal_utilisation"] = res.Metrics["grants_per_s"] * b.cfg.Hold.Seconds()
 	res.Samples = samples
 	return res
+}
+
+// noneGranted fails a run in which no request of the window was granted: its waits,
+// grants/s and utilisation would read 0 as if measured. A failed run is left out of the
+// medians, and the report lists it with its error.
+func noneGranted(res *result) {
+	if res.Metrics["samples"] == 0 && res.Err == "" {
+		res.Err = "no grant fell in the measured window"
+	}
 }
 
 // hotMetrics computes the hot-key metrics over the window [from, to): samples whose

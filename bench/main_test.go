@@ -125,6 +125,10 @@ func TestSmoke(t *testing.T) {
 					if len(gs) != cfg.HotWorkers*cfg.HotGoroutines {
 						t.Errorf("%s/%s: samples from %d goroutines, want %d", sc, lib, len(gs), cfg.HotWorkers*cfg.HotGoroutines)
 					}
+					// Both from one INFO commandstats per snapshot.
+					if !(r.Metrics["server_cmds_per_grant"] > 0) || !(r.Metrics["script_us_per_grant"] > 0) {
+						t.Errorf("%s/%s: commands %v and script µs %v per grant, want both", sc, lib, r.Metrics["server_cmds_per_grant"], r.Metrics["script_us_per_grant"])
+					}
 				}
 			}
 		}
@@ -387,5 +391,35 @@ func TestWakeMetrics(t *testing.T) {
 	wakeMetrics(res, []int64{300e3, 100e3, 200e3, 400e3, 1000e3})
 	if m := res.Metrics; m["wake_p50_us"] != 300 || m["wake_p90_us"] != 1000 || m["wakes"] != 5 {
 		t.Errorf("wake-up metrics %v, want p50 300, p90 1000 over 5", m)
+	}
+}
+
+// TestNoGrantInTheWindowIsAFailedRun: a hot-key run in which no request of the window was
+// granted fails, so that its zeros (waits, grants/s) are not medians' figures; the run
+// beside it with grants alone makes the median, and the report counts the failed one.
+func TestNoGrantInTheWindowIsAFailedRun(t *testing.T) {
+	base := time.Unix(1000, 0)
+	at := func(ms float64) int64 { return base.Add(time.Duration(ms * float64(time.Millisecond))).UnixNano() }
+	window := func(run int, samples []sample) *result {
+		res := newResult(scHotKey, libDlock, run)
+		hotMetrics(res, samples, base, base.Add(10*time.Millisecond), 1, 1)
+		noneGranted(res)
+		return res
+	}
+	// Run 1: a request before the window, held across it; another never granted.
+	starved := window(1, []sample{{Req: at(-2), Acq: at(-1), Rel: at(20)}, {Req: at(1)}})
+	if starved.Err == "" {
+		t.Fatalf("a window without grants: no error, metrics %v", starved.Metrics)
+	}
+	granted := window(2, []sample{{Req: at(1), Acq: at(3), Rel: at(4)}})
+	if granted.Err != "" {
+		t.Fatalf("a window with a grant failed: %s", granted.Err)
+	}
+	r := &report{Results: []*result{starved, granted}}
+	if v, ok := r.median(scHotKey, libDlock, "wait_p50_ms"); !ok || v != 2 {
+		t.Fatalf("median wait = %v (%v), want 2 ms: the failed run's 0 counted", v, ok)
+	}
+	if n := r.failedRuns(scHotKey, libDlock); n != 1 {
+		t.Fatalf("failed runs = %d, want 1", n)
 	}
 }

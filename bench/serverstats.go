@@ -29,24 +29,30 @@ type cost struct{ calls, usec int64 }
 
 // commandCost returns the calls and µs of one command (lower-case name) so far.
 func (b *bench) commandCost(addr, name string) (cost, error) {
-	calls, err := b.commandStat(addr, "calls")
-	if err != nil {
-		return cost{}, err
-	}
-	usec, err := b.commandStat(addr, "usec")
-	return cost{calls: calls[name], usec: usec[name]}, err
+	stats, err := b.commandFields(addr, "calls", "usec")
+	return cost{calls: stats["calls"][name], usec: stats["usec"][name]}, err
 }
 
 // commandStat returns one field (calls, usec, ...) of every command in INFO commandstats,
 // by lower-case command name.
 func (b *bench) commandStat(addr, field string) (cmdCounts, error) {
+	stats, err := b.commandFields(addr, field)
+	return stats[field], err
+}
+
+// commandFields returns fields of every command from one INFO commandstats (so that they
+// are of the same instant), by field, then by lower-case command name.
+func (b *bench) commandFields(addr string, fields ...string) (map[string]cmdCounts, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	info, err := b.admin(addr).Info(ctx, "commandstats").Result()
 	if err != nil {
 		return nil, fmt.Errorf("INFO commandstats on %s: %w", addr, err)
 	}
-	out := cmdCounts{}
+	out := map[string]cmdCounts{}
+	for _, f := range fields {
+		out[f] = cmdCounts{}
+	}
 	for line := range strings.SplitSeq(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
 		name, found := strings.CutPrefix(name, "cmdstat_")
@@ -54,12 +60,13 @@ func (b *bench) commandStat(addr, field string) (cmdCounts, error) {
 			continue
 		}
 		for kv := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, field+"="); ok {
+			field, v, _ := strings.Cut(kv, "=")
+			if counts, wanted := out[field]; wanted {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("INFO commandstats: %q: %w", line, err)
 				}
-				out[strings.ToLower(name)] = n
+				counts[strings.ToLower(name)] = n
 			}
 		}
 	}

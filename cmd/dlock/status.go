@@ -124,13 +124,18 @@ func (ic *inspectCmd) print(c *cli, d *deployment, infos []lockInfo) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(infos)
 	}
-	var cells [][]string
-	cells = append(cells, tableHeader(d.quorum()))
-	for _, in := range infos {
-		cells = append(cells, in.cells(c.red, d.quorum()))
-	}
+	cells := tableCells(infos, c.red, d.quorum())
 	_, err := io.WriteString(w, strings.Join(layoutTable(cells, 0), "\n")+"\n")
 	return err
+}
+
+// tableCells are the table of status, list and top: the header, then each row's cells.
+func tableCells(infos []lockInfo, red *redactor, quorum bool) [][]string {
+	cells := [][]string{tableHeader(quorum)}
+	for _, in := range infos {
+		cells = append(cells, in.cells(red, quorum))
+	}
+	return cells
 }
 
 // tableHeader is the header of the table of status, list and top.

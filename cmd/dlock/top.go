@@ -262,7 +262,7 @@ func (v *topView) render(st topState, width, height int, live bool) []string {
 	}
 	switch {
 	case len(st.rows) > 0:
-		table := layoutTable(v.tableCells(st.rows), width)
+		table := layoutTable(v.printableCells(st.rows), width)
 		if height > 0 {
 			table = fitHeight(table, height-len(lines))
 		}
@@ -331,17 +331,14 @@ func wrap(s string, width, max int) []string {
 	return lines
 }
 
-// tableCells are the header and the rows' cells, made printable: a key name may hold
+// printableCells are the table's cells (tableCells) made printable: a key name may hold
 // control characters that would move the cursor or change the colours.
-func (v *topView) tableCells(rows []lockInfo) [][]string {
-	quorum := v.r.d.quorum()
-	cells := [][]string{tableHeader(quorum)}
-	for _, in := range rows {
-		row := in.cells(v.red, quorum)
+func (v *topView) printableCells(rows []lockInfo) [][]string {
+	cells := tableCells(rows, v.red, v.r.d.quorum())
+	for _, row := range cells {
 		for i := range row {
 			row[i] = printable(row[i])
 		}
-		cells = append(cells, row)
 	}
 	return cells
 }

@@ -16,7 +16,8 @@ import (
 // holds its token, which is what every reader checks, so a record that outlives its term
 // names no leader. A term writes the record as it starts and at each Proclaim, with
 // election_proclaim.lua, which writes only while the lock holds the term's token; the
-// record expires with the lock, whose renewals (election_extend.lua) keep it alive.
+// record expires with the lock, whose renewals (mutex_extend.lua, given the record) keep it
+// alive.
 //
 // Its candidates do not share a hold within a process (no hand-off, no turns): each term
 // has a token of its own, so that a write of an ended term can never pass for the next
@@ -48,7 +49,7 @@ func (*electionScheme) sharing(*Target) sharing { return alone{} }
 func (*electionScheme) policy() policy          { return policy{track: true} }
 
 func (*electionScheme) extend(t *Target, token any, ttl string, call *batch.Call) {
-	call.Script = scripts.ElectionExtend
+	call.Script = scripts.MutexExtend
 	call.Keys = []string{t.keys.Lock, t.keys.Gone, t.keys.Leader()}
 	call.Args = []any{token, ttl}
 }

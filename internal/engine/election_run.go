@@ -10,7 +10,9 @@ import (
 // Run campaigns for value and runs fn while leading, until fn returns while its term still
 // leads (its error is returned, after the term resigned) or ctx ends. fn's ctx is the
 // term's context, cancelled also when ctx ends. After a loss, or a campaign that failed on
-// the nodes, it campaigns again with backoff; the loss, and fn's error then, are logged.
+// the nodes, it campaigns again with backoff; the loss, and fn's error then, are logged. A
+// campaign's error that retrying cannot help (permanent: the server's answer about the
+// data or the rights, a refused call) or Close's is returned at once, no term held.
 func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Context) error) error {
 	if err := checkValue(e.t, value); err != nil {
 		return err
@@ -19,7 +21,7 @@ func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Co
 	for failures := 0; ; failures++ {
 		term, err := e.Campaign(ctx, value, false)
 		if err != nil {
-			if ctx.Err() != nil || e.t.c.Usable() != nil { // Close: Usable says ErrClosed
+			if ctx.Err() != nil || e.t.c.Usable() != nil || permanent(err) { // Close: Usable says ErrClosed
 				return err
 			}
 			log.Warn("dlock: campaign failed; trying again", "name", e.t.name, "err", err)

@@ -134,8 +134,18 @@ func Explain(err error) string {
 }
 
 // permanent reports whether retrying cannot help: the server answered, and the answer is
-// about credentials, permissions or the data, not about load or topology.
-func permanent(err error) bool { return Diagnose(err.Error()) != Unknown }
+// about credentials, permissions or the data, not about load or topology; or dlock refused
+// the call itself before sending it (a refusal).
+func permanent(err error) bool {
+	var r refusal
+	return errors.As(err, &r) || Diagnose(err.Error()) != Unknown
+}
+
+// refusal is an error about the call itself, given before anything is sent: the same call
+// is refused again, however long one waits.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
 
 // Failure is one node's failure in an operation, for the public package's NodeError.
 type Failure struct {

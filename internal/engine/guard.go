@@ -9,7 +9,6 @@ import (
 
 	"github.com/seed51c676c8/dlock/internal/guard"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
-	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // The refusals of Guard before anything is sent, for a lock that has no one place to
@@ -47,7 +46,7 @@ func (l *Lease) Guard(ctx context.Context, fn func(redis.Pipeliner) error) ([]re
 		guard.Fail(cmds, err)
 		return cmds, err
 	}
-	reply, err := guard.Run(ctx, node.RDB, scripts.Guard, keys, guard.Args([]any{h.token, mode}, cmds))
+	reply, err := guard.Run(ctx, node.RDB, keys, guard.Args([]any{h.token, mode}, cmds))
 	if err != nil {
 		err = fmt.Errorf("dlock: guard %q: %w", h.t.name, err)
 		guard.Fail(cmds, err)

@@ -64,8 +64,8 @@ func waitsForItself(ctx context.Context, r *request, other *Hold) error {
 	case r.try:
 		return nil
 	case other != nil && t.scheme.waitsFor(other):
-		return fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: %s",
-			t.name, other.t.scheme.kind(), t.scheme.kind(), selfWaitAdvice)
+		return refusal{fmt.Errorf("dlock: lock %q: ctx carries a live %s lease on it from this Client, and this %s Lock would wait for itself: %s",
+			t.name, other.t.scheme.kind(), t.scheme.kind(), selfWaitAdvice)}
 	}
 	return t.scheme.selfWait(ctx, r)
 }

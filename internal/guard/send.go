@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed51c676c8/dlock/internal/scripts"
 )
 
 // once is a command that go-redis sends once, whatever the client's MaxRetries: the
@@ -13,23 +15,22 @@ type once struct{ *redis.Cmd }
 
 func (once) NoRetry() bool { return true }
 
-// Run runs script (guard.lua) with keys and args on rdb, sent once (see once): EVALSHA,
-// and if the server does not know the script, which then ran nothing, SCRIPT LOAD and
-// EVALSHA again. Its reply is the script's, or the error of the call.
-func Run(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, keys []string, args []any) (any, error) {
-	reply, err := evalSHA(ctx, rdb, script, keys, args)
+// Run runs guard.lua (scripts.Guard) with keys and args on rdb, sent once (see once):
+// EVALSHA, and if the server does not know the script, which then ran nothing, EVAL of its
+// source, one round trip that also makes the server know it again. Its reply is the
+// script's, or the error of the call.
+func Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) (any, error) {
+	reply, err := eval(ctx, rdb, "evalsha", scripts.Guard.Hash(), keys, args)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := script.Load(ctx, rdb).Err(); err != nil {
-			return nil, err
-		}
-		reply, err = evalSHA(ctx, rdb, script, keys, args)
+		reply, err = eval(ctx, rdb, "eval", scripts.GuardSrc, keys, args)
 	}
 	return reply, err
 }
 
-func evalSHA(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, keys []string, args []any) (any, error) {
+// eval sends command (EVAL or EVALSHA) of script, its source or its SHA1, once.
+func eval(ctx context.Context, rdb redis.UniversalClient, command, script string, keys []string, args []any) (any, error) {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	cmdArgs = append(cmdArgs, command, script, len(keys))
 	for _, k := range keys {
 		cmdArgs = append(cmdArgs, k)
 	}

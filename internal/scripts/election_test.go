@@ -17,7 +17,7 @@ func proclaimFor(rdb redis.Scripter, k keyspace.Keys, token string, seq int, val
 }
 
 func extendElection(rdb redis.Scripter, k keyspace.Keys, token string, ttl time.Duration) (int64, error) {
-	return ElectionExtend.Run(ctx, rdb, []string{k.Lock, k.Gone, k.Leader()}, token, ttl.Milliseconds()).Int64()
+	return MutexExtend.Run(ctx, rdb, []string{k.Lock, k.Gone, k.Leader()}, token, ttl.Milliseconds()).Int64()
 }
 
 // wantRecord fails unless the record names token with value.
@@ -113,13 +113,13 @@ func TestLateElectionProclaim(t *testing.T) {
 	})
 }
 
-// TestLateElectionExtend: a renewal that lands after the term ended never keeps the lock
-// or another term's record alive.
+// TestLateElectionExtend: a term's renewal (mutex_extend.lua with the record) that lands
+// after the term ended never keeps the lock or another term's record alive.
 func TestLateElectionExtend(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	land := func(t *testing.T, r *lateRig) (int64, error) { return extendElection(r.rdb, r.k, tokenA, lateTTL) }
-	runLate(t, rdb, "election_extend", []late{
+	runLate(t, rdb, "mutex_extend_record", []late{
 		{"after the term ended: lengthens nothing", func(t *testing.T, r *lateRig) {
 			r.rdb.HSet(ctx, r.k.Leader(), "token", tokenA)
 			r.rdb.PExpire(ctx, r.k.Leader(), 20*time.Second)

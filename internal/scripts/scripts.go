@@ -67,8 +67,6 @@ var (
 	guard string
 	//go:embed election_proclaim.lua
 	electionProclaim string
-	//go:embed election_extend.lua
-	electionExtend string
 	//go:embed election_read.lua
 	electionRead string
 )
@@ -96,8 +94,12 @@ var (
 	StampExtend      = redis.NewScript(goneLua + stampOwned + stampExtend)
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)
 	Owner            = redis.NewScript(owner)
-	Guard            = redis.NewScript(goneLua + guard)
+	Guard            = redis.NewScript(GuardSrc)
 	ElectionProclaim = redis.NewScript(electionProclaim)
-	ElectionExtend   = redis.NewScript(goneLua + electionExtend)
 	ElectionRead     = redis.NewScript(electionRead)
 )
+
+// GuardSrc is Guard's source, which internal/guard sends itself with EVAL where the server
+// lost the script: go-redis's Script keeps its source to itself, and resends it on a path
+// that retries.
+var GuardSrc = goneLua + guard

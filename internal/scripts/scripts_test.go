@@ -356,7 +356,7 @@ var sources = map[string]string{
 	"stamp_owned": stampOwned, "owner": owner,
 	"pass_on": passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
 	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks, "guard": guard,
-	"election_proclaim": electionProclaim, "election_extend": electionExtend, "election_read": electionRead,
+	"election_proclaim": electionProclaim, "election_read": electionRead,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
