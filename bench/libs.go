@@ -231,7 +231,9 @@ func goRedisClients(o openOpts) []*redis.Client {
 func dlockClients(o openOpts) []*redis.Client {
 	rdbs := make([]*redis.Client, len(o.Addrs))
 	for i, a := range o.Addrs {
-		opt := &redis.Options{Addr: a}
+		// ContextTimeoutEnabled ends a round trip's socket I/O at its deadline, which lets
+		// a caller that finds its lane idle send its own call (batch.Batcher.TryRun).
+		opt := &redis.Options{Addr: a, ContextTimeoutEnabled: true}
 		if cnt := o.Count; cnt != nil {
 			opt.DialTimeout = 5 * time.Second // go-redis' default, which NewDialer reads
 			dial := redis.NewDialer(opt)      // go-redis' own: TCP keep-alive, TLS if configured

@@ -69,13 +69,16 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, per
 	// Room for every reply: the batcher never blocks on Done, also for the replies that
 	// arrive after Fanout has returned.
 	replies := getReplies(len(calls))
+	// A lone call may be sent by this goroutine (TryRun), which waits for it next anyway;
+	// with several, each node's round trip must start at once, whatever the others' take.
+	lone := perNode == 1 && (only == nil && len(nodes) == 1 || len(only) == 1)
 	sent := 0
 	send := func(i int) {
 		for j := range perNode {
 			c := &calls[i*perNode+j]
 			c.Node, c.Deadline, c.Done, c.Values = i, deadline, replies, ctx
 			prepare(c, j)
-			if !nodes[i].TrySend(c) {
+			if !trySend(nodes[i], c, lone) {
 				// The node's queue is full (a hung node under load) or it is stopped: wait
 				// for room on a goroutine of its own, so that the other nodes are not held
 				// up. Send gives up at the deadline.
@@ -101,12 +104,33 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, per
 	return await(ctx, replies, sent, deadline, tally)
 }
 
+// trySend is node.TryRun(c) if run, else node.TrySend(c).
+func trySend(node *batch.Batcher, c *batch.Call, run bool) bool {
+	if run {
+		return node.TryRun(c)
+	}
+	return node.TrySend(c)
+}
+
 // await hands the replies of sent calls to tally until it reports the outcome decided,
 // every reply is in, deadline passes or ctx is done, and returns how many it saw.
 func await(ctx context.Context, replies chan *batch.Call, sent int, deadline time.Time, tally func(c *batch.Call) bool) int {
+	seen := 0
+	// The replies already in (a call its caller sent itself) need no timer.
+	for ; seen < sent && len(replies) > 0; seen++ {
+		if tally(<-replies) {
+			if seen+1 == sent {
+				putReplies(replies)
+			}
+			return seen + 1
+		}
+	}
+	if seen == sent {
+		putReplies(replies)
+		return seen
+	}
 	timer := getTimer(time.Until(deadline))
 	defer putTimer(timer)
-	seen := 0
 	for seen < sent {
 		select {
 		case c := <-replies:
