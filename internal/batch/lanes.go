@@ -325,7 +325,8 @@ func (b *lanes) drain(l *lane, batch []*Call) {
 // deadline and without a limit. The caller holds l.run.
 func (b *lanes) exec(l *lane, batch []*Call, limit time.Time) (overran bool) {
 	rt := l.rt
-	live, _ := dropExpired(withBefore(batch), time.Now(), 0)
+	now := time.Now()
+	live, _ := dropExpired(withBefore(batch), now, 0)
 	if len(live) == 0 {
 		return
 	}
@@ -336,7 +337,7 @@ func (b *lanes) exec(l *lane, batch []*Call, limit time.Time) (overran bool) {
 		d, ok = limit, true
 	}
 	if ok {
-		ctx = rt.start(d, values)
+		ctx = rt.start(d, now, values)
 		defer func() {
 			if !rt.end() {
 				overran = true

@@ -62,7 +62,8 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 // see batch.Call).
 func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, perNode int, only []int, timeout time.Duration,
 	prepare func(c *batch.Call, j int), tally func(c *batch.Call) (decided bool)) int {
-	deadline := time.Now().Add(timeout)
+	now := time.Now()
+	deadline := now.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -101,7 +102,8 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, per
 			send(i)
 		}
 	}
-	return await(ctx, replies, sent, deadline, tally)
+	// The wait is timed from before the sends, which take microseconds: one clock read less.
+	return await(ctx, replies, sent, deadline.Sub(now), tally)
 }
 
 // trySend is node.TryRun(c) if run, else node.TrySend(c).
@@ -113,8 +115,8 @@ func trySend(node *batch.Batcher, c *batch.Call, run bool) bool {
 }
 
 // await hands the replies of sent calls to tally until it reports the outcome decided,
-// every reply is in, deadline passes or ctx is done, and returns how many it saw.
-func await(ctx context.Context, replies chan *batch.Call, sent int, deadline time.Time, tally func(c *batch.Call) bool) int {
+// every reply is in, wait has passed or ctx is done, and returns how many it saw.
+func await(ctx context.Context, replies chan *batch.Call, sent int, wait time.Duration, tally func(c *batch.Call) bool) int {
 	seen := 0
 	// The replies already in (a call its caller sent itself) need no timer.
 	for ; seen < sent && len(replies) > 0; seen++ {
@@ -129,7 +131,7 @@ func await(ctx context.Context, replies chan *batch.Call, sent int, deadline tim
 		putReplies(replies)
 		return seen
 	}
-	timer := getTimer(time.Until(deadline))
+	timer := getTimer(wait)
 	defer putTimer(timer)
 	for seen < sent {
 		select {
