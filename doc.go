@@ -142,10 +142,10 @@
 // round trips between callers): a tracing hook such as redisotel then makes its span a
 // child of the caller's. Renewals belong to no caller and carry none. A client with
 // ContextTimeoutEnabled, which ends a round trip's reads and writes at its deadline, lets
-// a Lock or Unlock on one node that finds no other call in flight for its keys send its
-// scripts from the caller's goroutine, which costs less CPU than handing them to dlock's
-// own; without it, a server that stops answering could hold such a caller until
-// ReadTimeout, so dlock's goroutine sends them.
+// a Lock or Unlock on one node send its scripts from the caller's goroutine when none of
+// the Client's other calls to that server is queued or under way, which is quicker than
+// handing them to dlock's goroutine for the server; without it, a server that stopped
+// answering could hold such a caller until ReadTimeout, so dlock's goroutine sends them.
 //
 // # Testing
 //
