@@ -144,8 +144,10 @@
 // ContextTimeoutEnabled, which ends a round trip's reads and writes at its deadline, lets
 // a Lock or Unlock on one node send its scripts from the caller's goroutine when none of
 // the Client's other calls to that server is queued or under way, which is quicker than
-// handing them to dlock's goroutine for the server; without it, a server that stopped
-// answering could hold such a caller until ReadTimeout, so dlock's goroutine sends them.
+// handing them to dlock's goroutine for the server (a ctx cancelled meanwhile is noticed
+// when that round trip ends, within the per-node timeout); without it, a server that
+// stopped answering could hold such a caller until ReadTimeout, so dlock's goroutine
+// sends them.
 //
 // # Testing
 //
