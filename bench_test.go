@@ -34,6 +34,31 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLockUnlockContextTimeout is BenchmarkLockUnlock on a client with
+// ContextTimeoutEnabled, whose callers send their own scripts when no other call is in
+// flight for their keys.
+func BenchmarkLockUnlockContextTimeout(b *testing.B) {
+	srv := redistest.Start(b)
+	opt := srv.Options()
+	opt.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	c := dlock.New(rdb)
+	defer c.Close()
+	ctx := context.Background()
+	m := c.Mutex("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkLockUnlockParallel takes distinct locks from concurrent goroutines: their
 // requests share round trips.
 func BenchmarkLockUnlockParallel(b *testing.B) {

@@ -140,7 +140,14 @@
 // scripts. The round trip that carries the scripts of a Lock, Extend or Unlock has the
 // values of the ctx given to it, when it carries no other caller's calls (dlock shares
 // round trips between callers): a tracing hook such as redisotel then makes its span a
-// child of the caller's. Renewals belong to no caller and carry none.
+// child of the caller's. Renewals belong to no caller and carry none. A client with
+// ContextTimeoutEnabled, which ends a round trip's reads and writes at its deadline, lets
+// a Lock or Unlock on one node send its scripts from the caller's goroutine when none of
+// the Client's other calls to that server is queued or under way, which is quicker than
+// handing them to dlock's goroutine for the server (a ctx cancelled meanwhile is noticed
+// when that round trip ends, within the per-node timeout); without it, a server that
+// stopped answering could hold such a caller until ReadTimeout, so dlock's goroutine
+// sends them.
 //
 // # Testing
 //

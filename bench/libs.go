@@ -56,9 +56,9 @@ type libInfo struct {
 
 var libraries = []libInfo{
 	{ID: libDlock, Label: "dlock Mutex", Module: "github.com/seed51c676c8/dlock", Quorum: true, AutoRenew: true,
-		Config: "dlock.New(go-redis client) / dlock.NewQuorum(5 clients); Mutex with TTL(ttl), otherwise the zero configuration (waits on pub/sub, no polling)"},
+		Config: "dlock.New(go-redis client, ContextTimeoutEnabled) / dlock.NewQuorum(5 such clients); Mutex with TTL(ttl), otherwise the zero configuration (waits on pub/sub, no polling)"},
 	{ID: libDlockFair, Label: "dlock FairMutex", Module: "github.com/seed51c676c8/dlock", Fair: true, AutoRenew: true,
-		Config: "dlock.New(go-redis client); FairMutex with TTL(ttl)"},
+		Config: "dlock.New(go-redis client, ContextTimeoutEnabled); FairMutex with TTL(ttl)"},
 	{ID: libRedsync, Label: "redsync", Module: "github.com/go-redsync/redsync/v4", Peer: true, Quorum: true,
 		Config: "redsync.New(goredis.NewPool(client)...) with 1 or 5 pools; NewMutex with WithExpiry(ttl), WithRetryDelay(1ms), WithTries(MaxInt32) (ctx bounds the wait)"},
 	{ID: libRedislock, Label: "bsm/redislock", Module: "github.com/bsm/redislock", Peer: true,
@@ -231,7 +231,9 @@ func goRedisClients(o openOpts) []*redis.Client {
 func dlockClients(o openOpts) []*redis.Client {
 	rdbs := make([]*redis.Client, len(o.Addrs))
 	for i, a := range o.Addrs {
-		opt := &redis.Options{Addr: a}
+		// ContextTimeoutEnabled ends a round trip's socket I/O at its deadline, which lets
+		// a caller that finds its lane idle send its own call (batch.Batcher.TryRun).
+		opt := &redis.Options{Addr: a, ContextTimeoutEnabled: true}
 		if cnt := o.Count; cnt != nil {
 			opt.DialTimeout = 5 * time.Second // go-redis' default, which NewDialer reads
 			dial := redis.NewDialer(opt)      // go-redis' own: TCP keep-alive, TLS if configured

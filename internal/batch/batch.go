@@ -7,7 +7,8 @@
 // Every call goes through go-redis, so that the client's hooks (tracing,
 // metrics) and MaxRetries apply to it. Single calls (Send, TrySend) go out as go-redis
 // pipelines over a few lanes, each with one pipeline in flight: the calls queued while a
-// lane's round trip is under way go out together in its next one. SendAll (the renewals)
+// lane's round trip is under way go out together in its next one; a caller that finds its
+// lane idle may send its call itself (TryRun). SendAll (the renewals)
 // always runs one explicit go-redis pipeline of its own, whatever carries single calls.
 //
 // A batcher made by NewAcked (acks.go) ends every round trip with WAIT, for the replica
@@ -153,6 +154,21 @@ func (b *Batcher) TrySend(c *Call) bool {
 		return b.a.send(c, false)
 	}
 	return b.l.send(c, false)
+}
+
+// TryRun is TrySend for a caller that will wait for c's reply next: if c's lane is idle
+// (no round trip under way, no call queued) it sends c itself, from the calling goroutine,
+// and returns once c is answered on Done, which saves handing c to the lane's goroutine
+// and the reply back. It does so only for a call with a Deadline, to a client that ends
+// its socket reads and writes at the context's deadline (ContextTimeoutEnabled), so that
+// TryRun is back by c.Deadline however the server behaves; otherwise, and on the
+// AutoPipeliner, it is TrySend. A fan-out must not TryRun one node's call before it has
+// sent the others: their round trips would wait for this one.
+func (b *Batcher) TryRun(c *Call) bool {
+	if b.a != nil {
+		return b.a.send(c, false)
+	}
+	return b.l.run(c)
 }
 
 // SendAll queues calls so that they go out together: in one go-redis pipeline, not split

@@ -590,18 +590,18 @@ func TestFullQueue(t *testing.T) {
 	srv.Pause(t)
 	defer srv.Resume(t)
 
-	backlog := make(chan *Call, 2*cap(b.l.lanes[0]))
+	backlog := make(chan *Call, 2*cap(b.l.lanes[0].calls))
 	queued := 0
 	b.Send(&Call{Script: echo, Args: []any{0}, Done: backlog})
 	<-cnt.started // the worker is stuck in its round trip
 	for b.TrySend(&Call{Script: incr, Keys: []string{"backlog"}, Args: []any{1}, Done: backlog}) {
 		queued++
-		if queued > cap(b.l.lanes[0]) {
-			t.Fatalf("TrySend accepted %d calls into a queue of %d", queued, cap(b.l.lanes[0]))
+		if queued > cap(b.l.lanes[0].calls) {
+			t.Fatalf("TrySend accepted %d calls into a queue of %d", queued, cap(b.l.lanes[0].calls))
 		}
 	}
-	if queued != cap(b.l.lanes[0]) {
-		t.Fatalf("TrySend refused after %d calls, the queue holds %d", queued, cap(b.l.lanes[0]))
+	if queued != cap(b.l.lanes[0].calls) {
+		t.Fatalf("TrySend refused after %d calls, the queue holds %d", queued, cap(b.l.lanes[0].calls))
 	}
 
 	done := make(chan *Call, 1)

@@ -3,6 +3,7 @@ package batch
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -83,6 +84,28 @@ func BenchmarkSerial(b *testing.B) {
 	for b.Loop() {
 		c.Done = done
 		bt.Send(c)
+		if c := <-done; c.Err != nil || c.Val != 7 {
+			b.Fatalf("reply %d, %v", c.Val, c.Err)
+		}
+	}
+}
+
+// BenchmarkRunSerial is BenchmarkSerial with TryRun on a client with
+// ContextTimeoutEnabled: the caller sends its call itself, with no hand-off.
+func BenchmarkRunSerial(b *testing.B) {
+	srv := redistest.Start(b)
+	opt := srv.Options()
+	opt.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	bt := New(rdb, 4)
+	defer bt.Stop()
+	done := make(chan *Call, 1)
+	c := &Call{Script: echo, Args: []any{"7"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Done, c.Deadline = done, time.Now().Add(time.Second)
+		bt.TryRun(c)
 		if c := <-done; c.Err != nil || c.Val != 7 {
 			b.Fatalf("reply %d, %v", c.Val, c.Err)
 		}

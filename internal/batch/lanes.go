@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,43 +20,76 @@ import (
 // Calls are spread over lanes by their first key, each lane with one pipeline in flight:
 // calls for one key are sent in the order they were queued (an Unlock cannot overtake the
 // Lock that a slow node has not run yet), calls for different keys go out in parallel.
+// A lane's worker sends the calls queued on it; a caller that finds its lane idle may send
+// its own call instead (run), which saves the hand-off to the worker and back.
 type lanes struct {
 	rdb   redis.UniversalClient
-	lanes []chan *Call
+	lanes []*lane
 	seen  seen
 	acks  *Acks // every round trip ends with WAIT (NewAcked); nil: none
+	// bounded: rdb ends a read or write on the socket at the context's deadline
+	// (ContextTimeoutEnabled), so that a caller sending its own call is back by the
+	// call's deadline even if the server hangs.
+	bounded bool
 
 	stopOnce sync.Once
 	stopped  chan struct{}  // closed by stop first: sends are refused
 	sealed   chan struct{}  // closed by stop once no send can queue a call: workers drain
-	wg       sync.WaitGroup // the lane workers and the pipelines of SendAll
+	wg       sync.WaitGroup // the lane workers, the pipelines of SendAll, the callers' own
 
 	// sending is read-locked by Send while it may still queue a call, and locked by Stop
 	// before it seals the queues, so that no call is queued after the drain.
 	sending sync.RWMutex
 }
 
+// lane is one queue of calls and the right to run its round trips, one at a time.
+type lane struct {
+	calls chan *Call
+	// queued counts the calls sent to calls and not yet taken out for a round trip: a
+	// caller may send its own call only when none is, or it would overtake them.
+	queued atomic.Int32
+
+	run     sync.Mutex // held for a round trip of the lane, by its worker or a caller
+	rt      *roundTrip // guarded by run
+	overran bool       // guarded by run: the last round trip outlasted its deadline
+	one     [1]*Call   // guarded by run: the batch of a caller's own round trip
+}
+
 // newLanes starts the given number of lanes, each with one pipeline in flight at once.
 func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 	b := &lanes{
 		rdb:     rdb,
-		lanes:   make([]chan *Call, max(inFlight, 1)),
+		lanes:   make([]*lane, max(inFlight, 1)),
+		bounded: boundsIO(rdb),
 		stopped: make(chan struct{}),
 		sealed:  make(chan struct{}),
 	}
 	for i := range b.lanes {
-		b.lanes[i] = make(chan *Call, 4*maxBatch)
+		l := &lane{calls: make(chan *Call, 4*maxBatch), rt: newRoundTrip()}
+		b.lanes[i] = l
 		if i < inFlight { // none for New(nil, 0), a batcher that only answers ErrStopped
 			b.wg.Add(1)
-			go b.work(b.lanes[i])
+			go b.work(l)
 		}
 	}
 	return b
 }
 
-// lane returns the queue of c's first key, chosen by the key's Redis Cluster hash tag
+// boundsIO reports whether rdb applies a command's context deadline to its socket reads
+// and writes (ContextTimeoutEnabled); otherwise only ReadTimeout and WriteTimeout end them.
+func boundsIO(rdb redis.UniversalClient) bool {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return r != nil && r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return r != nil && r.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// lane returns the lane of c's first key, chosen by the key's Redis Cluster hash tag
 // (FNV-1a of it), so that every key of one lock, which shares the tag, shares the lane.
-func (b *lanes) lane(c *Call) chan *Call {
+func (b *lanes) lane(c *Call) *lane {
 	if len(c.Keys) == 0 || len(b.lanes) == 1 {
 		return b.lanes[0]
 	}
@@ -80,15 +114,25 @@ func (b *lanes) send(c *Call, wait bool) bool {
 		return false
 	default:
 	}
-	calls := b.lane(c)
+	l := b.lane(c)
+	l.queued.Add(1) // before c is in the queue: from here no caller's own call overtakes it
 	select {
-	case calls <- c:
+	case l.calls <- c:
 		return true
 	default:
-		if !wait {
-			return false
+	}
+	if wait {
+		if queued, ok := b.wait(l, c); queued || ok {
+			return ok
 		}
 	}
+	l.queued.Add(-1)
+	return false
+}
+
+// wait queues c on l once there is room and reports whether it did; else, at c's
+// deadline, it answers c with the expiry error (ok), or the lanes stopped first (!ok).
+func (b *lanes) wait(l *lane, c *Call) (queued, ok bool) {
 	var expired <-chan time.Time
 	if !c.Deadline.IsZero() {
 		timer := time.NewTimer(time.Until(c.Deadline))
@@ -96,15 +140,52 @@ func (b *lanes) send(c *Call, wait bool) bool {
 		expired = timer.C
 	}
 	select {
-	case calls <- c:
-		return true
+	case l.calls <- c:
+		return true, true
 	case <-b.stopped:
-		return false
+		return false, false
 	case <-expired:
+		l.queued.Add(-1)
 		c.Err = errExpired
 		c.Done <- c
-		return true
+		return false, true
 	}
+}
+
+// run sends c from the calling goroutine if its lane is idle (no round trip under way,
+// no call queued) and returns once c is answered on Done; else it queues c as send
+// without waiting does. Only a call with a deadline, to a client that ends its socket I/O
+// at the context's deadline, is sent so: a caller must not be held past its deadline by
+// a server that does not answer. Acknowledged round trips stay with the workers.
+func (b *lanes) run(c *Call) bool {
+	l := b.lane(c)
+	if !b.bounded || b.acks != nil || c.Deadline.IsZero() || l.queued.Load() != 0 {
+		return b.send(c, false)
+	}
+	b.sending.RLock()
+	select {
+	case <-b.stopped:
+		b.sending.RUnlock()
+		return false
+	default:
+	}
+	if !l.run.TryLock() {
+		b.sending.RUnlock()
+		return b.send(c, false)
+	}
+	if l.queued.Load() != 0 { // queued since the check above
+		l.run.Unlock()
+		b.sending.RUnlock()
+		return b.send(c, false)
+	}
+	b.wg.Add(1) // Stop waits for this round trip as for a worker's
+	b.sending.RUnlock()
+	l.one[0] = c
+	l.overran = b.exec(l, l.one[:], time.Time{})
+	l.one[0] = nil
+	l.run.Unlock()
+	b.wg.Done()
+	return true
 }
 
 // stop refuses new calls and ends the workers once they have sent the calls queued
@@ -122,8 +203,8 @@ func (b *lanes) stop() {
 		b.sending.Unlock()
 	})
 	b.wg.Wait()
-	for _, calls := range b.lanes {
-		answerAll(take(nil, calls, cap(calls)), ErrStopped)
+	for _, l := range b.lanes {
+		answerAll(take(nil, l.calls, cap(l.calls)), ErrStopped)
 	}
 }
 
@@ -172,30 +253,34 @@ func (b *lanes) sendAll(calls []*Call) {
 	}()
 }
 
-func (b *lanes) work(calls chan *Call) {
+func (b *lanes) work(l *lane) {
 	defer b.wg.Done()
+	defer func() { l.rt.timer.Stop() }()
 	batch := make([]*Call, 0, maxBatch)
-	rt := newRoundTrip()
-	defer func() { rt.timer.Stop() }()
-	overran := false // the last round trip outlasted its deadline
 	for {
 		select {
-		case c := <-calls:
+		case c := <-l.calls:
 			batch = append(batch[:0], c)
 		case <-b.sealed:
-			b.drain(&rt, calls, batch[:0], overran)
+			l.run.Lock()
+			b.drain(l, batch[:0])
+			l.run.Unlock()
 			return
 		}
-		batch = take(batch, calls, maxBatch)
+		l.run.Lock() // after a caller's own round trip, if one is under way
+		batch = take(batch, l.calls, maxBatch)
+		l.queued.Add(-int32(len(batch)))
 		// A batch taken once Stop sealed the lane is the drain's, under its bound: the
 		// select above may take a call although sealed is closed too.
 		select {
 		case <-b.sealed:
-			b.drain(&rt, calls, batch, overran)
+			b.drain(l, batch)
+			l.run.Unlock()
 			return
 		default:
 		}
-		overran = b.exec(&rt, batch, time.Time{})
+		l.overran = b.exec(l, batch, time.Time{})
+		l.run.Unlock()
 		clear(batch)
 	}
 }
@@ -212,19 +297,21 @@ const drainTime = time.Second
 // answered with ErrStopped, unsent. The context does not end a read on the socket (go-redis
 // leaves that to ReadTimeout unless ContextTimeoutEnabled), so the round trip that overran
 // ends by ReadTimeout, and nothing is sent after it.
-func (b *lanes) drain(rtp **roundTrip, calls chan *Call, batch []*Call, overran bool) {
+//
+// The caller holds l.run.
+func (b *lanes) drain(l *lane, batch []*Call) {
 	by := time.Now().Add(drainTime)
 	for {
-		batch = take(batch, calls, maxBatch)
+		batch = take(batch, l.calls, maxBatch)
 		if len(batch) == 0 {
 			return
 		}
-		if overran || !time.Now().Before(by) {
+		if l.overran || !time.Now().Before(by) {
 			answerAll(batch, ErrStopped)
-			answerAll(take(nil, calls, cap(calls)), ErrStopped)
+			answerAll(take(nil, l.calls, cap(l.calls)), ErrStopped)
 			return
 		}
-		overran = b.exec(rtp, batch, by)
+		l.overran = b.exec(l, batch, by)
 		clear(batch)
 		batch = batch[:0]
 	}
@@ -235,10 +322,11 @@ func (b *lanes) drain(rtp **roundTrip, calls chan *Call, batch []*Call, overran 
 // trip's context has the values of its calls' caller, if they have one (sharedValues),
 // and ends by limit, unless zero. exec reports whether the round trip outlasted that
 // context (the server did not answer in time); it cannot tell for calls without a
-// deadline and without a limit.
-func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) (overran bool) {
-	rt := *rtp
-	live, _ := dropExpired(withBefore(batch), time.Now(), 0)
+// deadline and without a limit. The caller holds l.run.
+func (b *lanes) exec(l *lane, batch []*Call, limit time.Time) (overran bool) {
+	rt := l.rt
+	now := time.Now()
+	live, _ := dropExpired(withBefore(batch), now, 0)
 	if len(live) == 0 {
 		return
 	}
@@ -249,11 +337,11 @@ func (b *lanes) exec(rtp **roundTrip, batch []*Call, limit time.Time) (overran b
 		d, ok = limit, true
 	}
 	if ok {
-		ctx = rt.start(d, values)
+		ctx = rt.start(d, now, values)
 		defer func() {
 			if !rt.end() {
 				overran = true
-				*rtp = newRoundTrip()
+				l.rt = newRoundTrip()
 			}
 		}()
 	} else {

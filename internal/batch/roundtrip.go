@@ -100,15 +100,15 @@ func newRoundTrip() *roundTrip {
 	return rt
 }
 
-// start begins a round trip that ends at d and returns its context, which has values's
-// values (none if values is nil) until end.
-func (rt *roundTrip) start(d time.Time, values context.Context) context.Context {
+// start begins a round trip that ends at d, now being the time, and returns its context,
+// which has values's values (none if values is nil) until end.
+func (rt *roundTrip) start(d, now time.Time, values context.Context) context.Context {
 	rt.deadline.Store(d.UnixNano())
 	rt.mu.Lock()
 	rt.active = true
 	rt.values = values
 	rt.mu.Unlock()
-	rt.timer.Reset(time.Until(d))
+	rt.timer.Reset(d.Sub(now))
 	return rt
 }
 

@@ -18,7 +18,7 @@ import (
 func TestRoundTripContext(t *testing.T) {
 	rt := newRoundTrip()
 	defer rt.timer.Stop()
-	ctx := rt.start(time.Now().Add(time.Hour), nil)
+	ctx := rt.start(time.Now().Add(time.Hour), time.Now(), nil)
 	rt.expire() // a timer of an earlier round trip, late
 	if ctx.Err() != nil {
 		t.Fatalf("Err = %v before the deadline", ctx.Err())
@@ -31,7 +31,7 @@ func TestRoundTripContext(t *testing.T) {
 		t.Fatal("ended between round trips")
 	}
 
-	ctx = rt.start(time.Now().Add(20*time.Millisecond), nil)
+	ctx = rt.start(time.Now().Add(20*time.Millisecond), time.Now(), nil)
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 20*time.Millisecond {
 		t.Fatalf("Deadline = %v, %v", d, ok)
 	}
@@ -54,7 +54,7 @@ func TestRoundTripContext(t *testing.T) {
 func TestRoundTripDerivedContexts(t *testing.T) {
 	for range 50 {
 		rt := newRoundTrip()
-		ctx := rt.start(time.Now().Add(time.Millisecond), nil)
+		ctx := rt.start(time.Now().Add(time.Millisecond), time.Now(), nil)
 		child, cancel := context.WithTimeout(ctx, time.Hour)
 		<-ctx.Done()
 		rt.end() // the round trip ends as soon as it fails, before the child hears of it

@@ -182,7 +182,7 @@ func TestRoundTripDropsValues(t *testing.T) {
 	defer cancel()
 	for _, within := range []time.Duration{time.Hour, time.Millisecond} {
 		rt := newRoundTrip()
-		ctx := rt.start(time.Now().Add(within), callerCtx)
+		ctx := rt.start(time.Now().Add(within), time.Now(), callerCtx)
 		if v := ctx.Value(callerKey{}); v != "a" {
 			t.Fatalf("within %v: Value = %v during the round trip, want a", within, v)
 		}

@@ -62,20 +62,24 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 // see batch.Call).
 func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, perNode int, only []int, timeout time.Duration,
 	prepare func(c *batch.Call, j int), tally func(c *batch.Call) (decided bool)) int {
-	deadline := time.Now().Add(timeout)
+	now := time.Now()
+	deadline := now.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	// Room for every reply: the batcher never blocks on Done, also for the replies that
 	// arrive after Fanout has returned.
 	replies := getReplies(len(calls))
+	// A lone call may be sent by this goroutine (TryRun), which waits for it next anyway;
+	// with several, each node's round trip must start at once, whatever the others' take.
+	lone := perNode == 1 && (only == nil && len(nodes) == 1 || len(only) == 1)
 	sent := 0
 	send := func(i int) {
 		for j := range perNode {
 			c := &calls[i*perNode+j]
 			c.Node, c.Deadline, c.Done, c.Values = i, deadline, replies, ctx
 			prepare(c, j)
-			if !nodes[i].TrySend(c) {
+			if !trySend(nodes[i], c, lone) {
 				// The node's queue is full (a hung node under load) or it is stopped: wait
 				// for room on a goroutine of its own, so that the other nodes are not held
 				// up. Send gives up at the deadline.
@@ -98,15 +102,37 @@ func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, per
 			send(i)
 		}
 	}
-	return await(ctx, replies, sent, deadline, tally)
+	// The wait is timed from before the sends, which take microseconds: one clock read less.
+	return await(ctx, replies, sent, deadline.Sub(now), tally)
+}
+
+// trySend is node.TryRun(c) if run, else node.TrySend(c).
+func trySend(node *batch.Batcher, c *batch.Call, run bool) bool {
+	if run {
+		return node.TryRun(c)
+	}
+	return node.TrySend(c)
 }
 
 // await hands the replies of sent calls to tally until it reports the outcome decided,
-// every reply is in, deadline passes or ctx is done, and returns how many it saw.
-func await(ctx context.Context, replies chan *batch.Call, sent int, deadline time.Time, tally func(c *batch.Call) bool) int {
-	timer := getTimer(time.Until(deadline))
-	defer putTimer(timer)
+// every reply is in, wait has passed or ctx is done, and returns how many it saw.
+func await(ctx context.Context, replies chan *batch.Call, sent int, wait time.Duration, tally func(c *batch.Call) bool) int {
 	seen := 0
+	// The replies already in (a call its caller sent itself) need no timer.
+	for ; seen < sent && len(replies) > 0; seen++ {
+		if tally(<-replies) {
+			if seen+1 == sent {
+				putReplies(replies)
+			}
+			return seen + 1
+		}
+	}
+	if seen == sent {
+		putReplies(replies)
+		return seen
+	}
+	timer := getTimer(wait)
+	defer putTimer(timer)
 	for seen < sent {
 		select {
 		case c := <-replies:

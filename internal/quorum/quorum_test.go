@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -204,25 +205,61 @@ func TestFanoutAllNodes(t *testing.T) {
 }
 
 // TestFanoutDecidedEarly: once tally reports a decision, Fanout returns without waiting for
-// the other nodes, even if one of them hangs.
+// the other nodes, even if one of them hangs; also on clients whose callers may send their
+// own calls (ContextTimeoutEnabled), where the hung node's call, sent last, must not be
+// sent by Fanout's caller and hold it up.
 func TestFanoutDecidedEarly(t *testing.T) {
 	t.Parallel()
-	srvs, _, bs := nodes(t, 3)
-	pause(t, srvs[2])
-	calls := 0
-	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
-		calls++
-		if c.Node == 2 {
-			t.Errorf("a reply from the paused node: %+v", c)
-		}
-		return calls == 1
-	})
-	if got != 1 || calls != 1 {
-		t.Fatalf("Fanout = %d after %d tallies, want 1 and 1", got, calls)
+	for _, bounded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", bounded), func(t *testing.T) {
+			t.Parallel()
+			srvs, _, bs := nodesWith(t, 3, func(o *redis.Options) {
+				o.ContextTimeoutEnabled = bounded
+				o.ReadTimeout = 10 * time.Second
+			})
+			pause(t, srvs[2])
+			calls := 0
+			start := time.Now()
+			got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+				calls++
+				if c.Node == 2 {
+					t.Errorf("a reply from the paused node: %+v", c)
+				}
+				return calls == 1
+			})
+			if got != 1 || calls != 1 {
+				t.Fatalf("Fanout = %d after %d tallies, want 1 and 1", got, calls)
+			}
+			if e := time.Since(start); e > 5*time.Second {
+				t.Fatalf("a decided Fanout took %v: it waited for the paused node", e)
+			}
+		})
 	}
-	if e := time.Since(start); e > 10*time.Second {
-		t.Fatalf("a decided Fanout took %v: it waited for the paused node", e)
+}
+
+// TestFanoutLoneCall: a Fanout of one call to one node, on a client whose callers may send
+// their own calls, has the reply when the call returns, and is back by its timeout from a
+// node that does not answer.
+func TestFanoutLoneCall(t *testing.T) {
+	t.Parallel()
+	srvs, _, bs := nodesWith(t, 2, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	for i := range 3 {
+		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, []int{0}, 10*time.Second, prepareIncr("lone"), func(c *batch.Call) bool {
+			if c.Node != 0 || c.Err != nil || c.Val != int64(i+1) {
+				t.Errorf("reply %+v, want %d from node 0", c, i+1)
+			}
+			return true
+		})
+		if got != 1 {
+			t.Fatalf("Fanout = %d, want 1", got)
+		}
+	}
+	pause(t, srvs[1])
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, []int{1}, timeout, prepareIncr("lone"), func(c *batch.Call) bool { return true })
+	if e := time.Since(start); e > 3*time.Second {
+		t.Fatalf("a lone call to a paused node took %v with a %v timeout", e, timeout)
 	}
 }
 
