@@ -126,3 +126,70 @@ func TestLateRefreshNeverShortensGrantedLease(t *testing.T) {
 		}
 	}
 }
+
+// FairMutex waiters of one Client hear their grants on one channel, each grant naming its
+// waiter (grant_channel.lua). w1 gives up with its leave held back, so the holder's
+// release grants the lock to w1, which no longer waits. w2, of the same Client and queued
+// behind it, hears that grant and must not take it; once the leave lands, it passes the
+// lock on to w2, with the next fencing token.
+func TestLateLeaveGrantTakenOnlyByItsWaiter(t *testing.T) {
+	t.Parallel()
+	srv, rdb := standalone(t)
+	holder := newClient(t, rdb)
+	a := newLateProcess(t, srv, dlock.WithOwner("late-a")) // tokens that begin with a Client id
+	ctx := ctxTimeout(t, 30*time.Second)
+	const name = "late-fair-channel"
+	first, err := holder.FairMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx1, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	w1 := make(chan error, 1)
+	go func() {
+		_, err := a.FairMutex(name).Lock(ctx1)
+		w1 <- err
+	}()
+	waitUntil(t, 5*time.Second, "w1 queued", fairQueued(rdb, name, 1))
+	var l2 *dlock.Lease
+	w2 := make(chan error, 1)
+	go func() {
+		var err error
+		l2, err = a.FairMutex(name).Lock(ctx)
+		w2 <- err
+	}()
+	waitUntil(t, 5*time.Second, "w2 queued", fairQueued(rdb, name, 2))
+	queue := "{dlock:" + name + "}:queue"
+	w1ID := rdb.LIndex(ctx, queue, 0).Val()
+
+	h, done := a.hold(t, func() error {
+		giveUp()
+		return <-w1
+	})
+	if err := <-done; err == nil {
+		t.Fatal("w1 took the lock through a held connection")
+	}
+	if got := rdb.LIndex(ctx, queue, 0).Val(); got != w1ID {
+		t.Fatalf("queue head %q, want w1 %q: its leave was not held", got, w1ID)
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, "dlock:"+name).Val(); got != w1ID {
+		t.Fatalf("lock key %q after the release, want w1's id %q", got, w1ID)
+	}
+	select {
+	case err := <-w2:
+		t.Fatalf("w2 returned (err %v) on the grant to w1", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	h.Deliver()
+	waitClosed(t, h.Landed(), 10*time.Second, "the held leave's landing")
+	grantedWithin(t, w2, 5*time.Second, "w2")
+	if l2.Token() != first.Token()+2 {
+		t.Errorf("w2's fencing token %d, want %d (w1's grant, then w2's)", l2.Token(), first.Token()+2)
+	}
+	if err := l2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -188,7 +188,7 @@ func waitLen(t *testing.T, rdb redis.Cmdable, key string, n int64) {
 }
 
 // TestKindFair: a FairMutex held with two waiters queued shows as "fair" with its queue;
-// unlock --force tells the first waiter on its own channel, and the queue keeps its order.
+// unlock --force tells the first waiter on its Client's channel, and the queue keeps its order.
 func TestKindFair(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -219,11 +219,12 @@ func TestKindFair(t *testing.T) {
 		t.Fatalf("a free FairMutex: %+v", free)
 	}
 
-	// unlock --force removes the holder and tells the head of the queue on its own channel.
-	ls := listen(t, rdb, "{dlock:fq}:granted:"+head, "{dlock:fq}:released")
+	// unlock --force removes the holder and tells the head of the queue on its Client's
+	// channel (its id: the token's first 16 digits).
+	ls := listen(t, rdb, "{dlock:fq}:granted:"+head[:16], "{dlock:fq}:released")
 	r := runBin(t, env, "unlock", "--force", "fq")
-	expect(t, r, 0, `removed the lock "fq" (a FairMutex)`, "holder token "+token, "first live waiter", "own channel")
-	ls.heard(t, "{dlock:fq}:granted:"+head, "granted")
+	expect(t, r, 0, `removed the lock "fq" (a FairMutex)`, "holder token "+token, "first live waiter", "Client's channel")
+	ls.heard(t, "{dlock:fq}:granted:"+head[:16], "granted")
 	ls.heard(t, "{dlock:fq}:released", "released")
 	a := await(t, first, "the first waiter")
 	pending(t, second, "the second waiter")
@@ -433,9 +434,9 @@ func TestKindsCluster(t *testing.T) {
 	expect(t, runBin(t, env, "unlock", "--cluster", "--force", "--readers", "c-doc"), 0, "removed the readers (1 live")
 	await(t, writer, "the writer")
 	head := cc.LIndex(context.Background(), "{dlock:c-fair}:queue", 0).Val()
-	ls := listen(t, cc, "{dlock:c-fair}:granted:"+head)
-	expect(t, runBin(t, env, "unlock", "--cluster", "--force", "c-fair"), 0, "(a FairMutex)", "own channel")
-	ls.heard(t, "{dlock:c-fair}:granted:"+head, "granted")
+	ls := listen(t, cc, "{dlock:c-fair}:granted:"+head[:16])
+	expect(t, runBin(t, env, "unlock", "--cluster", "--force", "c-fair"), 0, "(a FairMutex)", "Client's channel")
+	ls.heard(t, "{dlock:c-fair}:granted:"+head[:16], "granted")
 	await(t, waiter, "the fair waiter")
 	expect(t, runBin(t, env, "unlock", "--cluster", "--force", "c-3"), 0, "a Semaphore", "1 holder with 1 permit in use")
 	if in := lockStatus(t, env, "--cluster", "c-3"); in.Held || in.Kind != "" {

@@ -49,7 +49,7 @@ type unlockResult struct {
 	ReadersRemoved bool   `json:"readers_removed,omitempty"` // rw: they were removed (--readers)
 	Holders        *int64 `json:"holders,omitempty"`         // semaphore: the live holders removed
 	PermitsInUse   *int64 `json:"permits_in_use,omitempty"`  // semaphore: the permits they held
-	QueueHead      string `json:"queue_head,omitempty"`      // fair: the first live waiter, told on its own channel
+	QueueHead      string `json:"queue_head,omitempty"`      // fair: the first live waiter, told on its Client's channel
 	Changed        bool   `json:"changed,omitempty"`         // not removed: taken again before every removal (dlock.ErrLockChanged)
 }
 
@@ -227,7 +227,7 @@ func describeUnlock(r unlockResult) string {
 	case r.Kind == kindFair && r.Removed:
 		woke := "No one waits in its queue"
 		if r.QueueHead != "" {
-			woke = "The first live waiter of its queue was told on its own channel, and takes the lock next"
+			woke = "The first live waiter of its queue was told on its Client's channel, and takes the lock next"
 		}
 		return fmt.Sprintf("removed the lock %q (a FairMutex)%s: holder token %s, %s. %s; %s", r.Name, where, r.Holder, left("its lease"), woke, kept("the queue"))
 	case r.Kind == kindRW && r.Removed:

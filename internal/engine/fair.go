@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed51c676c8/dlock/internal/batch"
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/notify"
 	"github.com/seed51c676c8/dlock/internal/quorum"
 	"github.com/seed51c676c8/dlock/internal/scripts"
@@ -67,14 +68,50 @@ func (s *fairScheme) leave(t *Target, r *request, call *batch.Call) bool {
 func (*fairScheme) need(n int) int { return quorum.Majority(n) }
 
 func (*fairScheme) channels(t *Target, r *request, n *Node) []notify.Channel {
+	name, shared := grantChannel(t, r.waiter)
 	return []notify.Channel{
 		// The hand-over comes with its details: the waiter holds the lock at once.
-		{Name: t.keys.GrantedPrefix() + r.waiter, Sharded: n.cluster, Once: true, Route: routeGrants(r.waiter, r.grants, 0, 0)},
+		{Name: name, Sharded: n.cluster, Once: !shared, Route: routeFair(r.waiter, r.grants)},
 		n.keyspaceChannel(t.keys.Lock),
 	}
 }
 
-func (*fairScheme) policy() policy { return policy{waitList: true, reentrant: true} }
+// grantChannel is the channel a grant to waiter is published on (grant_channel.lua): its
+// Client's, shared with the Client's other waiters of the lock, or for a waiter id without
+// a Client id (WithOwner("")) its own.
+func grantChannel(t *Target, waiter string) (name string, shared bool) {
+	if id, ok := keyspace.ClientOf(waiter); ok {
+		return t.keys.GrantedPrefix() + id, true
+	}
+	return t.keys.GrantedPrefix() + waiter, false
+}
+
+// routeFair is the Route of the grant channel of waiter me: a grant to me sends its
+// details on grants (without blocking: they have room) and wakes me at once; a grant to
+// another waiter of the Client is not for me at all; anything else (a forced unlock's
+// "granted") wakes me, to ask Redis.
+func routeFair(me string, grants chan<- scripts.Grant) func(string) time.Duration {
+	return func(payload string) time.Duration {
+		m := scripts.ParseMessage(payload)
+		switch {
+		case m.Kind != scripts.Granted:
+		case m.To != me:
+			return -1
+		default:
+			select {
+			case grants <- m.Grant:
+			default:
+			}
+		}
+		return 0
+	}
+}
+
+// A FairMutex waiter listens before its first attempt where its Client's channel is
+// subscribed already (policy.listenFirst), so that its refusal needs no look again.
+func (*fairScheme) policy() policy {
+	return policy{waitList: true, reentrant: true, listenFirst: true}
+}
 
 func (*fairScheme) sharing(*Target) sharing { return claims{} }
 

@@ -95,6 +95,9 @@ type policy struct {
 	// with CLIENT TRACKING, or re-check where a server refuses it (tracking.go). Mutex,
 	// TimestampMutex.
 	track bool
+	// listenFirst: a wait listens before its first attempt, without a round trip, where
+	// its channels are subscribed already (waiting.listenFirst). FairMutex.
+	listenFirst bool
 }
 
 // Wait-list entries live this long unless their waiter refreshes them, which it does every

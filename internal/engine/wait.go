@@ -40,6 +40,7 @@ func (w *waiting) wait(ctx context.Context) (*Lease, error) {
 		if lease, err := w.fromProcess(ctx); lease != nil || err != nil {
 			return lease, err
 		}
+		w.listenFirst(ctx)
 		start := time.Now()
 		a := w.t.attempt(ctx, ctx, w.r)
 		if a.h != nil {
@@ -189,6 +190,27 @@ func (w *waiting) listen(ctx context.Context) bool {
 	w.tracking = track(ctx, w.r, w.wake)
 	w.listened = true
 	return len(w.watches) > 0
+}
+
+// listenFirst listens before an attempt of a wait that does not listen yet, where the
+// kind allows it (policy.listenFirst) and its channels are subscribed already: then
+// nothing published after the attempt lands is missed, and a refusal needs no look again
+// (next). Otherwise the wait listens after its first refusal, as every kind does.
+func (w *waiting) listenFirst(ctx context.Context) {
+	t, r := w.t, w.r
+	if w.listened || !t.policy.listenFirst || len(t.c.nodes) != 1 {
+		return
+	}
+	n := t.c.nodes[0]
+	if r.grants == nil {
+		r.grants = make(chan scripts.Grant, 4)
+	}
+	wake := make(chan struct{}, 1)
+	watch := n.hub.WatchSubscribed(ctx, t.keys.Lock, t.scheme.channels(t, r, n), wake)
+	if watch == nil {
+		return
+	}
+	w.wake, w.watches, w.listened = wake, []*notify.Watch{watch}, true
 }
 
 // rejoin makes the request ask anew, for an attempt that found its token (its waiter id,

@@ -37,8 +37,8 @@ const (
 	writersSuffix   = ":writers"
 	permitsSuffix   = ":permits"
 	leaderSuffix    = ":leader"
-	// GrantedInfix separates Tag from a FairMutex waiter's token in the name of the
-	// waiter's own channel (GrantedPrefix).
+	// GrantedInfix separates Tag from a Client id (or a FairMutex waiter's token) in the
+	// name of the channel its FairMutex waiters hear their grants on (GrantedPrefix).
 	GrantedInfix = ":granted:"
 	// GoneInfix separates Tag from a served token in the name of its tombstone key (Gone).
 	GoneInfix = ":gone:"
@@ -72,7 +72,8 @@ func (k Keys) Permits() string { return k.Tag + permitsSuffix }
 // Lock, a Mutex's key.
 func (k Keys) Leader() string { return k.Tag + leaderSuffix }
 
-// GrantedPrefix begins the channel of each FairMutex waiter: the prefix and its token.
+// GrantedPrefix begins the channel a FairMutex waiter hears its grant on: its Client's id
+// follows, or its own token when it has none (scripts' grant_channel.lua).
 func (k Keys) GrantedPrefix() string { return k.Tag + GrantedInfix }
 
 // Data is a key of the caller's own in the lock's hash slot, for the writes a lease guards

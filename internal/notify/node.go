@@ -116,6 +116,30 @@ func (n *nodeConn) add(ctx context.Context, w *Watch) ([]chan struct{}, error) {
 	return ready, nil
 }
 
+// addSubscribed registers w if every one of its channels is subscribed and confirmed,
+// and reports whether it did.
+func (n *nodeConn) addSubscribed(w *Watch) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	for _, ch := range w.channels {
+		if st := n.channels[ch.Name]; st == nil || !st.confirmed {
+			return false
+		}
+	}
+	for _, ch := range w.channels {
+		st := n.channels[ch.Name]
+		if st.idle != nil {
+			st.idle.Stop()
+			st.idle = nil
+		}
+		st.waiters[w] = struct{}{}
+	}
+	return true
+}
+
 // forget drops channels whose SUBSCRIBE could not be sent, so that the next Watch tries again.
 func (n *nodeConn) forget(names []string) {
 	n.mu.Lock()

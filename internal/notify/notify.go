@@ -29,8 +29,9 @@ import (
 type Channel struct {
 	Name    string
 	Sharded bool
-	// Once is set for a channel that only one wait ever listens on (a FairMutex waiter's
-	// own channel): it is unsubscribed as soon as its waiter leaves, without lingering.
+	// Once is set for a channel that only one wait ever listens on (the channel of a
+	// FairMutex waiter without a Client id): it is unsubscribed as soon as its waiter
+	// leaves, without lingering.
 	Once bool
 	// Route, when set, says what a message on the channel means for its waiter: it is
 	// called with each message's payload and returns how long to wait before waking the
@@ -84,7 +85,7 @@ func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wa
 		// random.
 		return nil, err
 	}
-	node, err := h.node(ctx, routeKey)
+	node, err := h.node(ctx, routeKey, true)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,29 @@ func (h *Hub) Watch(ctx context.Context, routeKey string, channels []Channel, wa
 	return w, nil
 }
 
-func (h *Hub) node(ctx context.Context, routeKey string) (*nodeConn, error) {
+// WatchSubscribed is Watch without a round trip: it registers the watch only if every
+// channel is subscribed and confirmed already (for another watch, or lingering), and
+// returns nil otherwise, having registered nothing. As with Watch, no message published
+// after it returns is missed, and the caller must Close the watch. ctx bounds only the
+// reading of a Cluster's slot map.
+func (h *Hub) WatchSubscribed(ctx context.Context, routeKey string, channels []Channel, wake chan struct{}) *Watch {
+	if ctx.Err() != nil {
+		return nil
+	}
+	node, err := h.node(ctx, routeKey, false)
+	if err != nil || node == nil {
+		return nil
+	}
+	w := &Watch{node: node, channels: channels, c: wake}
+	if !node.addSubscribed(w) {
+		return nil
+	}
+	return w
+}
+
+// node returns the connection to the node that owns routeKey; without create, nil if
+// there is none yet.
+func (h *Hub) node(ctx context.Context, routeKey string, create bool) (*nodeConn, error) {
 	sub := subscriber(h.rdb)
 	addr := ""
 	if cc, ok := h.rdb.(*redis.ClusterClient); ok {
@@ -123,7 +146,7 @@ func (h *Hub) node(ctx context.Context, routeKey string) (*nodeConn, error) {
 		return nil, ErrClosed
 	}
 	n := h.nodes[addr]
-	if n == nil {
+	if n == nil && create {
 		n = newNodeConn(sub, h.logger, h.linger)
 		h.nodes[addr] = n
 	}

@@ -668,3 +668,35 @@ func TestRouteDrops(t *testing.T) {
 	rdb.Publish(ctx, "released", "now")
 	woken(t, wake, long, "a message that wakes at once")
 }
+
+// TestWatchSubscribed: a watch without a round trip is made only where every channel is
+// subscribed and confirmed already, and then hears what is published; it keeps a
+// lingering channel subscribed.
+func TestWatchSubscribed(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	h := newHub(t, rdb)
+	h.linger = 200 * time.Millisecond
+	wake := make(chan struct{}, 1)
+	if w := h.WatchSubscribed(ctx, "k", plain("ws:a"), wake); w != nil {
+		t.Fatal("a watch of a channel nobody subscribed to")
+	}
+	first := watch(t, h, "k", plain("ws:a"), make(chan struct{}, 1))
+	if w := h.WatchSubscribed(ctx, "k", plain("ws:a", "ws:b"), wake); w != nil {
+		t.Fatal("a watch of a channel not subscribed yet (ws:b)")
+	}
+	w := h.WatchSubscribed(ctx, "k", plain("ws:a"), wake)
+	if w == nil {
+		t.Fatal("no watch of a confirmed channel")
+	}
+	defer w.Close()
+	first.Close()
+	time.Sleep(2 * h.linger) // past the linger of first's channel: w keeps it
+	if err := rdb.Publish(ctx, "ws:a", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, wake, long, "a message on ws:a")
+	if n := numSub(t, rdb, "ws:a"); n != 1 {
+		t.Fatalf("ws:a has %d subscribers, want 1", n)
+	}
+}

@@ -10,10 +10,12 @@
 -- ARGV[1]  the caller's token
 -- ARGV[2]  how long, in ms, the lock is handed over for: the new holder's first renewal
 --          (or its own acquire) re-arms the TTL; a dead waiter's hand-over expires after this
--- ARGV[3]  the prefix of the waiters' channels: the next waiter is told on ARGV[3]..token,
---          with "grant:<token>:<token>:<fencing counter>:1" (message.go), so that it holds
---          the lock at once (its lease clock started before it first asked, which was
---          before this)
+-- ARGV[3]  the prefix of the waiters' channels: the next waiter is told on
+--          grantChannel(ARGV[3], token) (grant_channel.lua: its Client's, which that
+--          Client's other waiters of the lock hear too), with
+--          "grant:<token>:<token>:<fencing counter>:1" (message.go), so that it holds the
+--          lock at once (its lease clock started before it first asked, which was before
+--          this)
 -- ARGV[4]  the publish command: PUBLISH, or SPUBLISH on Redis Cluster
 -- ARGV[5]  'leave' when a waiter gives up, 'release' when the holder unlocks
 --
@@ -23,7 +25,9 @@
 --   finds the key gone or someone else's and changes nothing; a leave that lands late
 --   takes out only the waiter's own entry (a tombstone from then on, so that no attempt
 --   of the waiter queues it again), and passes the lock on only if it is still the
---   waiter's (granted as it gave up).
+--   waiter's (granted as it gave up). Its grant, heard late or twice, is taken only by
+--   the waiter it names, and only once that waiter's first attempt was sent; a grant no
+--   one takes lapses after ARGV[2], or the waiter's next attempt confirms it.
 -- Hand-over happens inside this script: the next waiter is the only one woken, and the
 -- lock is never free in between, so no one can barge in ahead of the queue.
 local now = redisNow()
@@ -57,5 +61,5 @@ end
 redis.call('SET', KEYS[1], head, 'PX', ARGV[2])
 served(KEYS[5], head, ARGV[2])
 local fence = redis.call('INCR', KEYS[2])
-redis.call(ARGV[4], ARGV[3] .. head, 'grant:' .. head .. ':' .. head .. ':' .. fence .. ':1')
+redis.call(ARGV[4], grantChannel(ARGV[3], head), 'grant:' .. head .. ':' .. head .. ':' .. fence .. ':1')
 return 1

@@ -17,8 +17,8 @@
 -- ARGV[1]  the most entries to read of each list and set, as inspect.lua
 -- ARGV[2]  the lock's release channel
 -- ARGV[3]  PUBLISH, or SPUBLISH on Redis Cluster
--- ARGV[4]  the prefix of the FairMutex waiters' own channels: the first live waiter of the
---          queue is told on ARGV[4]..its id, as fair_release.lua tells it
+-- ARGV[4]  the prefix of the FairMutex waiters' channels: the first live waiter of the
+--          queue is told on grantChannel(ARGV[4], its id), as fair_release.lua tells it
 -- ARGV[5]  the fencing counter the caller saw, '' when there was none
 -- ARGV[6]  the lock key's value the caller saw after one '=', '' when it held no string
 --
@@ -51,11 +51,12 @@ end
 redis.call('DEL', KEYS[1], KEYS[6], KEYS[8])
 redis.call(ARGV[3], ARGV[2], 'released')
 if r.kind == 'fair' then
-	-- FairMutex waiters listen on their own channels, not on the release channel: tell the
-	-- first live one, which takes the lock at once (its acquire skips the dead before it).
+	-- FairMutex waiters listen on their Client's channel (grant_channel.lua), not on the
+	-- release channel: tell the first live one, which takes the lock at once (its acquire
+	-- skips the dead before it). Its Client's other waiters of the lock wake too, and ask.
 	for i, waiter in ipairs(r.queue) do
 		if tonumber(r.deadlines[i]) > r.now then
-			redis.call(ARGV[3], ARGV[4] .. waiter, 'granted')
+			redis.call(ARGV[3], grantChannel(ARGV[4], waiter), 'granted')
 			break
 		end
 	end

@@ -6,8 +6,8 @@ import (
 )
 
 // The messages a release publishes to pass a lock on to one waiter. mutex_release.lua
-// publishes them on the lock's channel, fair_release.lua (grants only) on the waiter's own
-// channel; every other payload ("released", a reader's or a permit's release) just says
+// publishes them on the lock's channel, fair_release.lua (grants only) on the waiter's
+// Client's channel (grant_channel.lua); every other payload ("released", a reader's or a permit's release) just says
 // that the lock may be free. This file is the one decoder of them, and the one encoder
 // (which the scripts mirror in Lua, and tests use). election_proclaim.lua publishes
 // "proclaimed" on an election's own channel (keyspace.Keys.Leader), which only its

@@ -51,7 +51,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	must(t, got, err, 1)
 	received(sub, Message{Kind: Turn, To: "p3"})
 
-	// A FairMutex hand-over to the waiter tokenB, on its own channel.
+	// A FairMutex hand-over to the waiter tokenB (no Client id), on its own channel.
 	fk := fairKeys(k)
 	rdb.Set(ctx, k.Lock, tokenA, time.Minute)
 	rdb.RPush(ctx, k.Queue(), tokenB)
@@ -59,6 +59,17 @@ func TestMessageRoundTrip(t *testing.T) {
 	got, err = FairRelease.Run(ctx, rdb, fk, tokenA, 3000, k.GrantedPrefix(), "PUBLISH", "release").Int64()
 	must(t, got, err, 1)
 	received(fairSub, Message{Kind: Granted, To: tokenB, Grant: Grant{Token: tokenB, Counter: 14, Reserved: 1}})
+
+	// A hand-over to a waiter whose id begins with its Client's id: on the Client's
+	// channel (grant_channel.lua), naming the waiter.
+	const client = "0011223344556677"
+	owned := client + tokenA
+	clientSub := confirmed(t, rdb.Subscribe(ctx, k.GrantedPrefix()+client))
+	rdb.RPush(ctx, k.Queue(), owned)
+	rdb.ZAdd(ctx, k.QueueDeadlines(), redis.Z{Score: float64(expires), Member: owned})
+	got, err = FairRelease.Run(ctx, rdb, fk, tokenB, 3000, k.GrantedPrefix(), "PUBLISH", "release").Int64()
+	must(t, got, err, 1)
+	received(clientSub, Message{Kind: Granted, To: owned, Grant: Grant{Token: owned, Counter: 15, Reserved: 1}})
 }
 
 // TestParseMessage: payloads that are not a well-formed turn or grant say "released".

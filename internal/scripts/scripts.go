@@ -29,6 +29,8 @@ var (
 	fairAcquire string
 	//go:embed fair_release.lua
 	fairRelease string
+	//go:embed grant_channel.lua
+	grantChannel string // the prelude of the scripts that tell a FairMutex waiter
 	//go:embed mutex_asks.lua
 	mutexAsks string // the prelude of the scripts that keep a Mutex's standing requests
 	//go:embed gone.lua
@@ -81,7 +83,7 @@ var (
 	MultiExtend      = redis.NewScript(goneLua + multiExtend)
 	FenceRaise       = redis.NewScript(fenceRaise)
 	FairAcquire      = redis.NewScript(refusal + goneLua + fairAcquire)
-	FairRelease      = redis.NewScript(goneLua + fairRelease)
+	FairRelease      = redis.NewScript(goneLua + grantChannel + fairRelease)
 	RwReadAcquire    = redis.NewScript(refusal + goneLua + rwReadAcquire)
 	RwWriteAcquire   = redis.NewScript(refusal + goneLua + rwWriteAcquire)
 	MemberRelease    = redis.NewScript(memberRelease)
@@ -89,7 +91,7 @@ var (
 	WaiterLeave      = redis.NewScript(goneLua + waiterLeave)
 	SemaphoreAcquire = redis.NewScript(refusal + goneLua + semaphoreAcquire)
 	Inspect          = redis.NewScript(lockRead + inspect)
-	ForceUnlock      = redis.NewScript(lockRead + forceUnlock)
+	ForceUnlock      = redis.NewScript(lockRead + grantChannel + forceUnlock)
 	StampAcquire     = redis.NewScript(refusal + goneLua + stampAcquire)
 	StampExtend      = redis.NewScript(goneLua + stampOwned + stampExtend)
 	StampRelease     = redis.NewScript(stampOwned + stampRelease)

@@ -357,6 +357,7 @@ var sources = map[string]string{
 	"pass_on": passOn, "multi_acquire": multiAcquire, "multi_release": multiRelease,
 	"multi_extend": multiExtend, "gone": goneLua, "mutex_asks": mutexAsks, "guard": guard,
 	"election_proclaim": electionProclaim, "election_read": electionRead,
+	"grant_channel": grantChannel,
 }
 
 // TestHeaders: every .lua file is embedded and starts with a header naming its KEYS, ARGV
@@ -400,6 +401,8 @@ func TestHeaders(t *testing.T) {
 			header = []string{"-- formatAsk(token, ttl, reserve, expires) is", "-- parseAsk(ask) returns"}
 		case "gone":
 			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease, value)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
+		case "grant_channel":
+			header = []string{"-- grantChannel(prefix, waiter) is"}
 		case "pass_on":
 			header = []string{"-- passOn(lock, turns, fence, asks, goneKey, channel, publish, turnLength, grantLength)"}
 		}
