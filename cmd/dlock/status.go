@@ -148,16 +148,28 @@ func tableHeader(quorum bool) []string {
 }
 
 // cells is the row of in under tableHeader. They are scrubbed one by one, before a table
-// is laid out, so that a masked secret does not break its columns.
+// is laid out, so that a masked secret does not break its columns, and made printable: a
+// key name, or an owner label another program wrote, may hold control characters that
+// would move the terminal's cursor or change its colours (--json keeps them, escaped).
 func (in lockInfo) cells(red *redactor, quorum bool) []string {
 	row := []string{in.Name, dash(in.Kind), dash(in.Holder), dash(in.Owner), fenceText(in.Fence), ttlText(in.TTLms), strconv.FormatInt(in.Waiters, 10), dash(in.detail())}
 	if quorum {
 		row = slices.Insert(row, 1, in.Node)
 	}
 	for i := range row {
-		row[i] = red.String(row[i])
+		row[i] = printable(red.String(row[i]))
 	}
 	return row
+}
+
+// printable replaces control characters with '?'.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func dash(s string) string {

@@ -262,7 +262,7 @@ func (v *topView) render(st topState, width, height int, live bool) []string {
 	}
 	switch {
 	case len(st.rows) > 0:
-		table := layoutTable(v.printableCells(st.rows), width)
+		table := layoutTable(tableCells(st.rows, v.red, v.r.d.quorum()), width)
 		if height > 0 {
 			table = fitHeight(table, height-len(lines))
 		}
@@ -331,18 +331,6 @@ func wrap(s string, width, max int) []string {
 	return lines
 }
 
-// printableCells are the table's cells (tableCells) made printable: a key name may hold
-// control characters that would move the cursor or change the colours.
-func (v *topView) printableCells(rows []lockInfo) [][]string {
-	cells := tableCells(rows, v.red, v.r.d.quorum())
-	for _, row := range cells {
-		for i := range row {
-			row[i] = printable(row[i])
-		}
-	}
-	return cells
-}
-
 func countLocks(rows []lockInfo) int {
 	seen := map[string]bool{}
 	for _, in := range rows {
@@ -383,14 +371,4 @@ func timeLeft(ms *int64) int64 {
 		return math.MaxInt64 - 1
 	}
 	return *ms
-}
-
-// printable replaces control characters with '?'.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -207,29 +207,24 @@ func TestTopLayout(t *testing.T) {
 	}
 }
 
-// TestTopShowsStatusTable: top's table is status's, cell for cell (header, quorum's NODE
-// column, redaction), but for the control characters it makes printable.
-func TestTopShowsStatusTable(t *testing.T) {
+// TestTableCellsPrintable: the table of status, list and top shows a key name's control
+// characters as '?' (they would move the terminal's cursor), with quorum's NODE column too.
+func TestTableCellsPrintable(t *testing.T) {
 	t.Parallel()
 	infos := []lockInfo{
-		{Name: "job\x1b[2J", Node: "n1", Kind: dlock.KindMutex, Holder: "t1", Owner: "web-1:42", Waiters: 2},
+		{Name: "job\x1b[2J", Node: "n1", Kind: dlock.KindMutex, Holder: "t1", Owner: "web\x07-1:42", Waiters: 2},
 		{Name: "job\x1b[2J", Node: "n2", Kind: dlock.KindMutex},
 	}
 	for _, d := range []*deployment{{nodes: make([]node, 1)}, {nodes: make([]node, 3)}} {
-		v := &topView{r: &lockReader{d: d}, red: new(redactor)}
-		status, top := tableCells(infos, v.red, d.quorum()), v.printableCells(infos)
-		if len(top) != len(status) || len(top[0]) != len(tableHeader(d.quorum())) {
-			t.Fatalf("%d nodes: top %q, status %q", len(d.nodes), top, status)
+		cells := tableCells(infos, new(redactor), d.quorum())
+		if len(cells) != 3 || len(cells[0]) != len(tableHeader(d.quorum())) {
+			t.Fatalf("%d nodes: cells %q", len(d.nodes), cells)
 		}
-		for i := range status {
-			for j := range status[i] {
-				if printable(status[i][j]) != top[i][j] {
-					t.Errorf("%d nodes: row %d cell %d: top %q, status %q", len(d.nodes), i, j, top[i][j], status[i][j])
-				}
-			}
+		if cells[1][0] != "job?[2J" {
+			t.Errorf("%d nodes: name cell %q, want its control character replaced", len(d.nodes), cells[1][0])
 		}
-		if top[1][0] != "job?[2J" {
-			t.Errorf("%d nodes: name cell %q, want its control character replaced", len(d.nodes), top[1][0])
+		if owner := cells[1][slices.Index(cells[0], "OWNER")]; owner != "web?-1:42" {
+			t.Errorf("%d nodes: owner cell %q, want its control character replaced", len(d.nodes), owner)
 		}
 	}
 }
