@@ -236,8 +236,10 @@ func TestProclaimRacingUnlockAndRenewal(t *testing.T) {
 	t.Parallel()
 	_, rdb := standalone(t)
 	ctx := ctxTimeout(t, 60*time.Second)
-	e := newClient(t, rdb).Election("race", dlock.TTL(300*time.Millisecond))
-	for i := range 30 {
+	// A TTL short enough that most terms renew while they proclaim, long enough that a
+	// loaded machine's renewals land in time.
+	e := newClient(t, rdb).Election("race", dlock.TTL(600*time.Millisecond))
+	for i := range 20 {
 		term, err := e.Campaign(ctx, "v")
 		if err != nil {
 			t.Fatal(err)
@@ -246,7 +248,7 @@ func TestProclaimRacingUnlockAndRenewal(t *testing.T) {
 			if err := term.Proclaim(ctx, fmt.Sprint(i, j)); err != nil {
 				t.Fatalf("Proclaim while leading: %v", err)
 			}
-			time.Sleep(time.Duration(i%4) * 20 * time.Millisecond)
+			time.Sleep(time.Duration(i%4) * 40 * time.Millisecond)
 		}
 		errs := make(chan error, 1)
 		go func() { errs <- term.Proclaim(ctx, "racing") }()

@@ -119,7 +119,8 @@ func lockRenewUnlock(t *testing.T, rdb redis.UniversalClient) *scriptHook {
 	c := newClient(t, rdb)
 	rdb.AddHook(h)
 	ctx := ctxTimeout(t, 20*time.Second)
-	l := mustLock(t, c.Mutex("hooked", dlock.TTL(300*time.Millisecond)), ctx)
+	// Renewed every third of its TTL: soon, but with room for a loaded machine's Unlock.
+	l := mustLock(t, c.Mutex("hooked", dlock.TTL(time.Second)), ctx)
 	deadline := time.Now().Add(10 * time.Second)
 	for h.count(scripts.MutexExtend) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
