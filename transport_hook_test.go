@@ -213,7 +213,7 @@ func TestUserHookSeesCallerContext(t *testing.T) {
 			ctx := ctxTimeout(t, 20*time.Second)
 			as := func(who string) context.Context { return context.WithValue(ctx, callerKey{}, who) }
 
-			l := mustLock(t, c.Mutex("traced", dlock.TTL(300*time.Millisecond)), as("lock"))
+			l := mustLock(t, c.Mutex("traced", dlock.TTL(time.Second)), as("lock")) // room for a loaded machine
 			for deadline := time.Now().Add(10 * time.Second); len(h.of(scripts.MutexExtend)) == 0; {
 				if time.Now().After(deadline) {
 					t.Fatal("no renewal within 10s")
