@@ -145,7 +145,13 @@ func electLeadWorker() int {
 }
 
 func (d deployment) env(mode string) []string {
-	env := append(os.Environ(), electEnv+"="+mode, workerAddrs+"="+strings.Join(d.addrs, ","))
+	return append(d.processEnv(), electEnv+"="+mode)
+}
+
+// processEnv is the environment of a worker process on d: its addresses and its kind, as
+// workerClient reads them.
+func (d deployment) processEnv() []string {
+	env := append(os.Environ(), workerAddrs+"="+strings.Join(d.addrs, ","))
 	switch d.kind {
 	case "cluster":
 		env = append(env, workerCluster+"=1")

@@ -26,29 +26,63 @@ type deployment struct {
 
 // onDeployments runs f on a standalone server, a three-master Cluster and a quorum of 3.
 func onDeployments(t *testing.T, f func(t *testing.T, d deployment)) {
-	t.Run("standalone", func(t *testing.T) {
-		srv, rdb := standalone(t)
-		f(t, deployment{kind: "standalone", nodes: []redis.UniversalClient{rdb}, addrs: []string{srv.Addr},
-			client: func(opts ...dlock.Option) *dlock.Client { return newClient(t, rdb, opts...) }})
-	})
-	t.Run("cluster", func(t *testing.T) {
-		cl := redistest.StartCluster(t, 3)
-		rdb := cl.Client(t)
-		f(t, deployment{kind: "cluster", nodes: []redis.UniversalClient{rdb}, addrs: cl.Addrs,
-			client: func(opts ...dlock.Option) *dlock.Client { return newClient(t, rdb, opts...) }})
-	})
-	t.Run("quorum", func(t *testing.T) {
-		servers, nodes, _ := quorumOf(t, 3)
-		f(t, deployment{kind: "quorum", nodes: nodes, addrs: addrs(servers),
-			client: func(opts ...dlock.Option) *dlock.Client {
-				c, err := dlock.NewQuorum(nodes, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = c.Close() })
-				return c
-			}})
-	})
+	t.Run("standalone", func(t *testing.T) { f(t, standaloneDeployment(t)) })
+	t.Run("cluster", func(t *testing.T) { f(t, clusterDeployment(t)) })
+	t.Run("quorum", func(t *testing.T) { f(t, quorumDeployment(t)) })
+}
+
+// onGuardDeployments runs f on a standalone server and a three-master Cluster: the
+// deployments where Lease.Guard sends its writes (a quorum's Guard refuses before it
+// sends, TestGuardQuorum).
+func onGuardDeployments(t *testing.T, f func(t *testing.T, d deployment)) {
+	t.Run("standalone", func(t *testing.T) { f(t, standaloneDeployment(t)) })
+	t.Run("cluster", func(t *testing.T) { f(t, clusterDeployment(t)) })
+}
+
+func standaloneDeployment(t *testing.T) deployment {
+	t.Helper()
+	srv, rdb := standalone(t)
+	return deployment{kind: "standalone", nodes: []redis.UniversalClient{rdb}, addrs: []string{srv.Addr},
+		client: func(opts ...dlock.Option) *dlock.Client { return newClient(t, rdb, opts...) }}
+}
+
+func clusterDeployment(t *testing.T) deployment {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	return deployment{kind: "cluster", nodes: []redis.UniversalClient{rdb}, addrs: cl.Addrs,
+		client: func(opts ...dlock.Option) *dlock.Client { return newClient(t, rdb, opts...) }}
+}
+
+func quorumDeployment(t *testing.T) deployment {
+	t.Helper()
+	servers, nodes, _ := quorumOf(t, 3)
+	return deployment{kind: "quorum", nodes: nodes, addrs: addrs(servers),
+		client: func(opts ...dlock.Option) *dlock.Client {
+			c, err := dlock.NewQuorum(nodes, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}}
+}
+
+// dial returns a new Redis client of a standalone or Cluster deployment, which the test's
+// cleanup closes: one a test can add its own hooks to.
+func (d deployment) dial(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	var rdb redis.UniversalClient
+	switch d.kind {
+	case "standalone":
+		rdb = redis.NewClient(&redis.Options{Addr: d.addrs[0]})
+	case "cluster":
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs})
+	default:
+		t.Fatalf("dial: a %s has no one Redis client", d.kind)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
 
 // del deletes key on every node, as another program (or an operator) would.

@@ -203,13 +203,16 @@ func TestGuardLateDelivery(t *testing.T) {
 // guardPauseTTL is the lease of the worker that TestGuardPausedProcess stops.
 const guardPauseTTL = 300 * time.Millisecond
 
-// guardWorker is the worker of TestGuardPausedProcess: it takes the Mutex "guard-paused",
-// says "held", and, once a line comes on stdin, increments a key with Guard and prints
-// the outcome.
-func guardWorker(addr string) int {
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+// guardWorker is the worker of TestGuardPausedProcess, on the deployment its environment
+// names (workerClient): it takes the Mutex "guard-paused", says "held", and, once a line
+// comes on stdin, increments a key with Guard and prints the outcome.
+func guardWorker() int {
+	c, rdb, err := workerClient()
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
 	defer rdb.Close()
-	c := dlock.New(rdb)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -160,7 +160,7 @@ func checkLinearizable(t *testing.T, history []porcupine.Operation) {
 func runWorker() int {
 	addrs := strings.Split(os.Getenv(workerAddrs), ",")
 	if os.Getenv(workerMode) == "guardpause" {
-		return guardWorker(addrs[0])
+		return guardWorker()
 	}
 	if mode := os.Getenv(workerMode); mode == "fairwait" || mode == "mutexwait" {
 		rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -61,6 +64,67 @@ func TestElect(t *testing.T) {
 		got = append(got, in.text())
 	}
 	t.Logf("observe saw:\n%s", strings.Join(got, "\n"))
+}
+
+// TestObserveLines: plain 'dlock observe NAME' prints one line per change of leader, each
+// the time it was seen and what it saw: no leader, then a term a library Client campaigned
+// for (its quoted value, token, owner and start), then no leader once it resigned; SIGINT
+// ends it with exit 0.
+func TestObserveLines(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	c := dlock.New(srv.Client(t), dlock.WithOwner("observe-test"))
+	defer c.Close()
+	observe := startDlock(t, []string{"DLOCK_REDIS=" + serverURL(srv)}, "observe", "sched")
+	observed(t, observe, "no leader")
+	term, err := c.Election("sched").Campaign(ctx, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Election("sched").Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leading := fmt.Sprintf(`"v1" (term %d, owner "observe-test", since %s)`, term.Token(), l.Since.UTC().Format(time.RFC3339Nano))
+	observed(t, observe, "no leader", leading)
+	if err := term.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	observed(t, observe, "no leader", leading, "no leader")
+	_ = observe.cmd.Process.Signal(syscall.SIGINT)
+	expect(t, observe.wait(), 0)
+}
+
+// observed waits until a plain 'dlock observe' has printed exactly want, one line each,
+// and fails the test unless each line starts with an RFC 3339 time.
+func observed(t *testing.T, observe *proc, want ...string) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got = completeLines(observe.stdout.String())
+	}
+	for i, line := range got {
+		when, text, ok := strings.Cut(line, "  ")
+		if _, err := time.Parse(time.RFC3339Nano, when); !ok || err != nil || i >= len(want) || text != want[i] {
+			t.Fatalf("observe printed line %d %q; want a time, two spaces and %q of:\n%s", i+1, line, want, strings.Join(want, "\n"))
+		}
+	}
+	if len(got) < len(want) {
+		t.Fatalf("observe printed %q; want %d lines ending %q", got, len(want), want[len(want)-1])
+	}
+}
+
+// completeLines are the lines of out: a line not ended yet is left out.
+func completeLines(out string) []string {
+	end := strings.LastIndexByte(out, '\n')
+	if end < 0 {
+		return nil
+	}
+	return strings.Split(out[:end], "\n")
 }
 
 // TestElectUsage: --value needs --elect, --elect excludes the other kinds, and leader and
