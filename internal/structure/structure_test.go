@@ -1,7 +1,7 @@
 // Package structure checks the shape of the repository itself, so that it cannot creep
 // back: the pairs of files of one package that call each other, the length of functions,
-// the size of the root package, and whether ARCHITECTURE.md's paths and "owns" claims
-// hold. `make test` runs it with every package; `make structure` runs it alone and prints
+// the size of the root package, whether ARCHITECTURE.md's paths and "owns" claims hold,
+// and that no merge left its conflict markers in a file. `make test` runs it with every package; `make structure` runs it alone and prints
 // the figures. The limits are the constants below; each check's doc comment says what it
 // counts.
 //
