@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/jedib0t/go-pretty/v6 v6.8.3
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seed51c676c8/dlock v0.0.0-00010101000000-000000000000
@@ -18,6 +19,7 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.22.0 // indirect
 )
 
 // Within this repository, the dlock module two levels up: the CLI is built from the

@@ -5,18 +5,32 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/mattn/go-runewidth"
 )
 
-// The tables of status, list and top are laid out by the width each character takes on a
-// terminal (go-runewidth: a CJK character takes two columns, a combining accent none), not
-// by counting runes, so that names in any script line up. text/tabwriter cannot do this:
-// it takes every rune for one column.
+// The tables of status, list and top are rendered by go-pretty's table package, which pads
+// cells by the width each character takes on a terminal (a CJK character takes two
+// columns, a combining accent none), not by counting runes, so that names in any script
+// line up. text/tabwriter cannot do this: it takes every rune for one column.
+//
+// go-pretty rather than olekukonko/tablewriter: go-pretty takes each part of this layout
+// as a plain setting (no borders or rules, the column separator, trailing spaces left
+// out) and, per column, a maximum width with a cut function of ours (WidthMaxEnforcer),
+// which keeps the middle cuts of NAME and OWNER. What stays ours is the policy: how wide
+// each column may be, and where a cell is cut.
 
 // cellWidth measures text as terminals do. Ambiguous characters (the ellipsis among them)
 // count as one column, whatever the locale, so that the layout does not depend on the
-// environment.
+// environment; go-pretty is told the same below. go-pretty sums an emoji sequence (a skin
+// tone, a ZWJ family) character by character where cellWidth, which cuts cells, takes it
+// as one grapheme: only a row holding one can come out misaligned.
 var cellWidth = &runewidth.Condition{EastAsianWidth: false, StrictEmojiNeutral: true}
+
+// go-pretty measures with a go-runewidth condition of its own, which follows the locale
+// (LC_ALL, LANG) unless overridden: done once, before any table is rendered.
+func init() { text.OverrideRuneWidthEastAsianWidth(false) }
 
 // ellipsis marks where a cell or a line was cut.
 const ellipsis = "…"
@@ -31,60 +45,80 @@ var shrinkable = []struct {
 	middle bool
 }{{"HOLDER", 8, false}, {"OWNER", 12, true}, {"NAME", 12, true}}
 
-// layoutTable aligns the cells in columns two spaces apart, within width (0: no limit):
-// the shrinkable columns are truncated (a line still wider is cut by its caller: top's
-// render). The last column is not padded.
+// plainStyle lays a table out as status, list and top always have: the header first, no
+// borders or rules, columns two spaces apart.
+var plainStyle = func() table.Style {
+	s := table.StyleDefault
+	s.Name = "dlock"
+	s.Box.MiddleVertical = "  "
+	s.Box.PaddingLeft, s.Box.PaddingRight = "", ""
+	s.Format.Header = text.FormatDefault
+	s.Options = table.Options{SeparateColumns: true}
+	return s
+}()
+
+// layoutTable aligns the cells (the header first) in columns two spaces apart, within
+// width (0: no limit): the shrinkable columns are truncated (a line still wider is cut by
+// its caller: top's render). The last column is not padded.
 func layoutTable(cells [][]string, width int) []string {
+	t := table.NewWriter()
+	t.SetStyle(plainStyle)
+	t.SuppressTrailingSpaces()
+	t.SetColumnConfigs(columnConfigs(cells, width))
+	t.AppendHeader(tableRow(cells[0]))
+	for _, row := range cells[1:] {
+		t.AppendRow(tableRow(row))
+	}
+	return strings.Split(t.Render(), "\n")
+}
+
+// columnConfigs is the policy: every column left-aligned and as wide as its widest cell
+// (measured as go-pretty will pad it), but for the shrinkable ones, which give up what
+// the table has over width, down to the width they keep, and are cut by truncate or
+// truncateMiddle.
+func columnConfigs(cells [][]string, width int) []table.ColumnConfig {
+	configs := make([]table.ColumnConfig, len(cells[0]))
 	widths := make([]int, len(cells[0]))
-	for _, row := range cells {
-		for i, cell := range row {
-			widths[i] = max(widths[i], cellWidth.StringWidth(cell))
+	over := 2*(len(widths)-1) - width
+	for i := range configs {
+		configs[i] = table.ColumnConfig{Number: i + 1, Align: text.AlignLeft, AlignHeader: text.AlignLeft}
+		for _, row := range cells {
+			widths[i] = max(widths[i], text.StringWidthWithoutEscSequences(row[i]))
+		}
+		over += widths[i]
+	}
+	for _, s := range shrinkable {
+		i := slices.Index(cells[0], s.column)
+		if width <= 0 || i < 0 || over <= 0 || widths[i] <= s.keep {
+			continue
+		}
+		cut := min(over, widths[i]-s.keep)
+		over -= cut
+		configs[i].WidthMax = widths[i] - cut
+		configs[i].WidthMaxEnforcer = truncate
+		if s.middle {
+			configs[i].WidthMaxEnforcer = truncateMiddle
 		}
 	}
-	middle := make([]bool, len(widths))
-	if width > 0 {
-		over := 2*(len(widths)-1) - width
-		for _, w := range widths {
-			over += w
-		}
-		for _, s := range shrinkable {
-			i := slices.Index(cells[0], s.column)
-			if i < 0 {
-				continue
-			}
-			cut := min(max(over, 0), max(widths[i]-s.keep, 0))
-			widths[i] -= cut
-			over -= cut
-			middle[i] = s.middle
-		}
+	return configs
+}
+
+func tableRow(cells []string) table.Row {
+	row := make(table.Row, len(cells))
+	for i, c := range cells {
+		row[i] = c
 	}
-	lines := make([]string, len(cells))
-	for r, row := range cells {
-		var b strings.Builder
-		for i, cell := range row {
-			if middle[i] {
-				cell = truncateMiddle(cell, widths[i])
-			} else {
-				cell = truncate(cell, widths[i])
-			}
-			if i < len(row)-1 {
-				cell = cellWidth.FillRight(cell, widths[i]+2)
-			}
-			b.WriteString(cell)
-		}
-		lines[r] = b.String()
-	}
-	return lines
+	return row
 }
 
 // fitHeight keeps the table's header and the rows that fit in height lines, the last of
 // them saying how many more there are.
-func fitHeight(table []string, height int) []string {
-	if len(table) <= height {
-		return table
+func fitHeight(lines []string, height int) []string {
+	if len(lines) <= height {
+		return lines
 	}
 	shown := max(height-2, 0)
-	return append(table[:1+shown:1+shown], fmt.Sprintf("+%d more", len(table)-1-shown))
+	return append(lines[:1+shown:1+shown], fmt.Sprintf("+%d more", len(lines)-1-shown))
 }
 
 // truncate cuts s to width columns, marking the cut with an ellipsis. A wide character

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // TestOwnerShown: the OWNER column and the JSON "owner" field: the holder's owner, each
@@ -112,5 +114,31 @@ func TestTableWideCharacters(t *testing.T) {
 	}
 	if got, want := truncateMiddle("日本語のロック", 9), "日本…ック"; got != want {
 		t.Errorf("truncateMiddle: %q, want %q", got, want)
+	}
+}
+
+// TestTableIgnoresLocale: a character of ambiguous width (Greek letters, the ellipsis)
+// takes one column whatever the locale says, so that status prints the same table under a
+// CJK locale, where go-runewidth would otherwise count it as two, as under any other.
+func TestTableIgnoresLocale(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rdb.Set(context.Background(), "dlock:αβγ-lock", "tok-a", 0) // no expiry: a TTL would differ between the runs
+	env := []string{"DLOCK_REDIS=" + serverURL(srv)}
+	var outs []string
+	for _, locale := range []string{"C.UTF-8", "ja_JP.UTF-8", "zh_CN.UTF-8"} {
+		r := runBin(t, append(env, "LC_ALL="+locale, "LC_CTYPE="+locale, "LANG="+locale), "status", "αβγ-lock", "plain")
+		expect(t, r, 0, "αβγ-lock")
+		outs = append(outs, r.stdout)
+	}
+	want := "NAME      KIND   HOLDER"
+	if !strings.HasPrefix(outs[0], want) {
+		t.Fatalf("status: %q, want it to start with %q (the name takes 8 columns)", outs[0], want)
+	}
+	for i, out := range outs[1:] {
+		if out != outs[0] {
+			t.Errorf("under a CJK locale (%d):\n%s\nwant, as under C.UTF-8:\n%s", i+1, out, outs[0])
+		}
 	}
 }
