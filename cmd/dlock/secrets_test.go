@@ -28,7 +28,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	noPw := "redis://" + srv.Addr
 	rawBad := "redis://u:" + password + "@" + srv.Addr + ":notaport" // unencoded, malformed
 	rdb := srv.Client(t)
-	rdb.Set(context.Background(), "dlock:held", "tok", time.Minute)
+	if err := rdb.Set(context.Background(), "dlock:held", "tok", time.Minute).Err(); err != nil {
+		t.Fatalf("a lock held by another program: %v", err)
+	}
 	addACLUser(t, rdb, "app", password)
 	aclUser, aclWrong := withPw("app", password), withPw("app", wrong)
 

@@ -20,7 +20,9 @@ func TestSentinel(t *testing.T) {
 	d := redistest.StartSentinel(t, redistest.WithSentinelPassword(sentinelPw))
 	master := d.Master.Client(t)
 	addACLUser(t, master, "app", appPw)
-	master.Set(context.Background(), "dlock:held", "tok-held", time.Minute)
+	if err := master.Set(context.Background(), "dlock:held", "tok-held", time.Minute).Err(); err != nil {
+		t.Fatalf("a lock held by another program: %v", err)
+	}
 	nodes := redistest.StartNodes(t, 2)
 
 	hosts := strings.Join(d.Addrs(), ",")
