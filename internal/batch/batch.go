@@ -210,16 +210,30 @@ func IsExpired(err error) bool { return errors.Is(err, errExpired) }
 // loads it into the server's cache, and the later ones as EVALSHA: an EVALSHA first would
 // be answered NOSCRIPT on a fresh server and sent again, which costs a round trip and
 // makes the server count two script runs for one call (as the hand-off tests count them).
-// A NOSCRIPT later (restart, SCRIPT FLUSH, another shard of a Cluster) is still answered
-// with EVAL. A nil *seen sends EVALSHA only.
-type seen struct{ m sync.Map } // *redis.Script -> any(its SHA1)
+// On a Cluster each master has a cache of its own, so a script counts as sent per master,
+// the one that owns the call's first key: counted once for all, an EVALSHA of it to
+// another master was answered NOSCRIPT, and when a call of the same slot behind it ran,
+// the call failed unsent (notResent), an Unlock on a fresh Cluster among them. A NOSCRIPT
+// later (restart, SCRIPT FLUSH, a slot that moved between the lookup and the send) is
+// still answered with EVAL. A nil *seen sends EVALSHA only.
+type seen struct {
+	m       sync.Map             // seenKey -> any(the script's SHA1)
+	cluster *redis.ClusterClient // nil but on a Cluster
+}
+
+// seenKey is a script sent to a master: node is that master's address on a Cluster, and
+// empty elsewhere.
+type seenKey struct {
+	script *redis.Script
+	node   string
+}
 
 // cmd builds c's command: EVAL if its script was never sent before (which marks it sent),
 // else EVALSHA. The EVALSHA is built here rather than by go-redis' EvalSha, which boxes
 // the hash and every key anew for each call: with c.KeyArgs and the hash boxed once, it
 // costs two allocations (the arguments and the command).
 func (sn *seen) cmd(ctx context.Context, c *Call, via scripter) *redis.Cmd {
-	sha, ok := sn.sha(c.Script)
+	sha, ok := sn.sha(ctx, c)
 	if !ok {
 		return c.Script.Eval(ctx, via, c.Keys, c.Args...)
 	}
@@ -260,17 +274,33 @@ type scripter interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// sha returns s's boxed SHA1 and true if s was sent before; else it marks s sent and
-// returns false. A nil *seen counts every script as sent.
-func (sn *seen) sha(s *redis.Script) (any, bool) {
+// sha returns c's script's boxed SHA1 and true if it was sent before (to the master of
+// c's first key, on a Cluster); else it marks it sent and returns false. A nil *seen
+// counts every script as sent.
+func (sn *seen) sha(ctx context.Context, c *Call) (any, bool) {
 	if sn == nil {
-		return s.Hash(), true
+		return c.Script.Hash(), true
 	}
-	if sha, ok := sn.m.Load(s); ok {
+	k := seenKey{script: c.Script, node: sn.master(ctx, c)}
+	if sha, ok := sn.m.Load(k); ok {
 		return sha, true
 	}
-	sha, loaded := sn.m.LoadOrStore(s, any(s.Hash()))
+	sha, loaded := sn.m.LoadOrStore(k, any(c.Script.Hash()))
 	return sha, loaded
+}
+
+// master is the address of the Cluster master that owns c's first key, as the client's
+// slot map has it now; "" elsewhere, or when the map cannot say (the call is then counted
+// with the others of no master, and a NOSCRIPT is answered as after a flush).
+func (sn *seen) master(ctx context.Context, c *Call) string {
+	if sn.cluster == nil || len(c.Keys) == 0 {
+		return ""
+	}
+	m, err := sn.cluster.MasterForKey(ctx, c.Keys[0])
+	if err != nil {
+		return ""
+	}
+	return m.Options().Addr
 }
 
 // IsNilClient reports a nil client, also a nil pointer in a non-nil interface.

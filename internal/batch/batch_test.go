@@ -769,6 +769,54 @@ func TestCluster(t *testing.T) {
 	}
 }
 
+// TestClusterFirstCallPerMaster: on a Cluster the first call of a script to each master
+// goes out as EVAL, since each master has a script cache of its own. Counted once for the
+// whole Cluster, a script first sent to one master went to another as EVALSHA, was
+// answered NOSCRIPT there, and failed unsent when a call of its slot behind it ran.
+func TestClusterFirstCallPerMaster(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	kA, kB := keysOnTwoMasters(t, rdb)
+	b := New(rdb, 1)
+	defer b.Stop()
+	done := make(chan *Call, 3)
+	b.Send(&Call{Script: echo, Keys: []string{kB}, Args: []any{1}, Done: done}) // echo known on B
+	if c := wait(t, done, 10*time.Second); c.Err != nil {
+		t.Fatal(c.Err)
+	}
+	b.SendAll([]*Call{
+		{Script: incr, Keys: []string{kA}, Args: []any{1}, Node: 0, Done: done}, // incr's first call: A
+		{Script: incr, Keys: []string{kB}, Args: []any{2}, Node: 1, Done: done}, // its first on B
+		{Script: echo, Keys: []string{kB}, Args: []any{3}, Node: 2, Done: done}, // runs, behind it
+	})
+	for range 3 {
+		if c := wait(t, done, 10*time.Second); c.Err != nil || c.Val != int64(c.Node+1) {
+			t.Errorf("call %d: %d, %v; want %d", c.Node, c.Val, c.Err, c.Node+1)
+		}
+	}
+}
+
+// keysOnTwoMasters returns two keys that masters of rdb's Cluster own, a different one each.
+func keysOnTwoMasters(t *testing.T, rdb *redis.ClusterClient) (string, string) {
+	t.Helper()
+	first, err := rdb.MasterForKey(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 1000; i++ {
+		k := fmt.Sprintf("k%d", i)
+		m, err := rdb.MasterForKey(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Options().Addr != first.Options().Addr {
+			return "k0", k
+		}
+	}
+	t.Fatal("every key fell on one master")
+	return "", ""
+}
+
 // TestFirstCallEval: on a fresh server, the first call of a script goes out as EVAL and
 // the next as EVALSHA, through each go-redis transport and SendAll: no NOSCRIPT answer,
 // one script run per call.

@@ -60,6 +60,7 @@ func newLanes(rdb redis.UniversalClient, inFlight int) *lanes {
 	b := &lanes{
 		rdb:     rdb,
 		lanes:   make([]*lane, max(inFlight, 1)),
+		seen:    seen{cluster: asCluster(rdb)},
 		bounded: boundsIO(rdb),
 		stopped: make(chan struct{}),
 		sealed:  make(chan struct{}),
@@ -482,4 +483,10 @@ func dropExpired(calls []*Call, now time.Time, done int) ([]*Call, int) {
 		live = append(live, c)
 	}
 	return live, done
+}
+
+// asCluster is rdb as a Cluster client, or nil.
+func asCluster(rdb redis.UniversalClient) *redis.ClusterClient {
+	c, _ := rdb.(*redis.ClusterClient)
+	return c
 }
