@@ -331,3 +331,36 @@ func TestElectionServerRestart(t *testing.T) {
 	t.Logf("tokens: %d before the restart, %d after (an empty server: guarantees.md)", term.Token(), next.Token())
 	_ = next.Unlock(ctx)
 }
+
+// TestElectionReadsTellOfSilence: on a quorum, an election's reading that a node lets time
+// out tells the Client's observers (NodeSilent), as a lock's poll does.
+func TestElectionReadsTellOfSilence(t *testing.T) {
+	t.Parallel()
+	servers, nodes, _ := quorumOf(t, 3)
+	ctx := ctxTimeout(t, 30*time.Second)
+	silent := make(chan string, 8)
+	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
+		NodeSilent: func(s dlock.NodeSilence) {
+			select {
+			case silent <- s.Addr:
+			default:
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	obs := c.Election("quiet", dlock.TTL(time.Second)).Observe(ctx)
+	until(t, obs, 5*time.Second, "no leader", noLeader)
+	servers[1].Pause(t)
+	defer servers[1].Resume(t)
+	select {
+	case addr := <-silent:
+		if addr != servers[1].Addr {
+			t.Fatalf("NodeSilent for %s, want the paused %s", addr, servers[1].Addr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no NodeSilent within 10s of a node's pause, while Observe read the election")
+	}
+}

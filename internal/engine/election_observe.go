@@ -49,9 +49,12 @@ func (o *observing[T]) run(ctx context.Context) {
 	}
 	failures := 0
 	for {
-		r, err := o.e.read(ctx)
+		r, err := o.e.read(ctx, o.wake)
 		if ctx.Err() != nil || c.Usable() != nil {
 			return
+		}
+		if err == errSuperseded {
+			continue // woken while it waited for a node: read again at once
 		}
 		next := max(o.e.t.cfg.TTL, time.Second)
 		switch {

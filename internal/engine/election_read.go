@@ -50,13 +50,16 @@ func (e *Election) Leader(ctx context.Context) (Reading, error) {
 	if err := checkValue(e.t, ""); err != nil {
 		return Reading{}, err
 	}
-	return e.read(ctx)
+	return e.read(ctx, nil)
 }
 
 // read reads every node, each for at most the per-node timeout, and decides as soon as
 // the answers settle it: a node that hangs delays a reading only when its answer could
-// change the outcome. A node not waited for finishes its read in the background.
-func (e *Election) read(ctx context.Context) (Reading, error) {
+// change the outcome. A node not waited for finishes its read in the background. A
+// message on stale (nil: none) while it waits makes the reading errSuperseded: what the
+// nodes answered is older than the change published, and the nodes that did answer
+// (split by a handover in flight) would answer anew long before a hung one's timeout.
+func (e *Election) read(ctx context.Context, stale <-chan struct{}) (Reading, error) {
 	c := e.t.c
 	start := time.Now()
 	timeout := max(nodeTimeout(c, e.t.cfg.TTL), 500*time.Millisecond)
@@ -70,6 +73,7 @@ func (e *Election) read(ctx context.Context) (Reading, error) {
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			reply, err := scripts.ElectionRead.Run(nctx, n.RDB, e.record, "").Slice()
+			heard(ctx, nctx, len(c.nodes), n, err, timeout)
 			answers <- answer{i, parseReading(reply, err)}
 		}()
 	}
@@ -78,11 +82,32 @@ func (e *Election) read(ctx context.Context) (Reading, error) {
 		rs[i].err = errUnanswered
 	}
 	for pending := len(rs); pending > 0 && !settled(rs, pending); pending-- {
-		a := <-answers
-		rs[a.i] = a.r
+		select {
+		case a := <-answers:
+			rs[a.i] = a.r
+		case <-stale:
+			return Reading{}, errSuperseded
+		}
 	}
 	return e.decide(rs, start)
 }
+
+// heard tells n how its read went, as a poll's votes do (votes.record): on a quorum, a
+// reply clears a silence, and a read that ran out of its own time (nctx's, not the
+// caller's ctx) begins one, which the Client's observers hear of (NodeSilent) and which
+// lets attempts stop waiting for the node.
+func heard(ctx, nctx context.Context, nodes int, n *Node, err error, timeout time.Duration) {
+	switch {
+	case nodes == 1:
+	case isReply(err):
+		n.replied()
+	case ctx.Err() == nil && nctx.Err() != nil:
+		n.missed(timeout)
+	}
+}
+
+// errSuperseded is the reading that a change published while it waited made stale.
+var errSuperseded = errors.New("dlock: reading superseded by a change")
 
 // errUnanswered is the reading of a node that read did not wait for.
 var errUnanswered = errors.New("dlock: no answer waited for")
