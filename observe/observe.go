@@ -67,8 +67,8 @@ type Observer struct {
 	// the waiter has taken the hold, before its WaitEnded, which delivers the lease.
 	HandedOff func(HandOff)
 	// NodeSilent is called when a node of a quorum lets a request time out (an attempt,
-	// a release or Extend, a renewal, a waiter's subscription, an election's reading) and is then
-	// treated as silent (not waited for once the others settle an attempt) until it
-	// answers again: once each time it becomes silent.
+	// a release or Extend, a renewal, a waiter's subscription, an election's reading)
+	// and is then treated as silent (not waited for once the others settle an attempt)
+	// until it answers again: once each time it becomes silent.
 	NodeSilent func(NodeSilence)
 }
