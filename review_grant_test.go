@@ -3,6 +3,8 @@ package dlock_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -469,4 +471,82 @@ func fairWaitedFor(t *testing.T, ctx context.Context, rdb *redis.Client, holder 
 		t.FailNow()
 	}
 	return l
+}
+
+// TestFairGrantHeardAfterClusterFailback: on a Cluster, a Client's grant channel of a lock
+// stays subscribed (lingering) on the master of its slot. That master fails over to its
+// replica, which Redis tells its shard-channel subscribers with an sunsubscribe, and the
+// slot comes back to it. A grant to a waiter of the Client must still be heard when it is
+// published, not found by the waiter's next refresh (up to a second later, each time).
+func TestFairGrantHeardAfterClusterFailback(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3, redistest.WithReplica())
+	rdb := cl.Client(t)
+	holder, a := newClient(t, rdb), newClient(t, rdb)
+	ctx := ctxTimeout(t, 120*time.Second)
+	const name = "review-grant-failback"
+	master, err := rdb.MasterForKey(ctx, "dlock:"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(cl.Addrs, master.Options().Addr)
+	grants := func(phase string) {
+		for range 3 {
+			fairGrantHeard(t, ctx, rdb, holder, a, name, phase)
+		}
+	}
+	// The Client's slot map follows each change before the grants: a wait routed by a
+	// stale map to a replica misses its grant, the same before 27cfadb as after.
+	follows := func() bool {
+		rdb.ReloadState(ctx)
+		m, err := rdb.MasterForKey(ctx, "dlock:"+name)
+		return err == nil && m.Options().Addr == cl.Addrs[i]
+	}
+	grants("before a failover")
+	cl.Failover(t, i)
+	waitUntil(t, 10*time.Second, "the slot map follows the failover", follows)
+	grants("failed over")
+	back := redis.NewClient(cl.Replicas[i].Options())
+	defer back.Close()
+	waitUntil(t, 30*time.Second, "the old master replicating", func() bool {
+		return strings.Contains(back.Info(ctx, "replication").Val(), "master_link_status:up")
+	})
+	cl.TakeOver(t, i)
+	waitUntil(t, 10*time.Second, "the slot map follows the failback", follows)
+	grants("failed back")
+}
+
+// fairGrantHeard has holder release the FairMutex name to a waiter of a, and fails the
+// test unless the waiter holds it within what a message takes (not a refresh).
+func fairGrantHeard(t *testing.T, ctx context.Context, rdb redis.UniversalClient, holder, a *dlock.Client, name, phase string) {
+	t.Helper()
+	const heard = 500 * time.Millisecond // a refresh comes a second after the last attempt
+	l, err := holder.FairMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", phase, err)
+	}
+	done := make(chan *dlock.Lease, 1)
+	go func() {
+		w, err := a.FairMutex(name).Lock(ctx)
+		if err != nil {
+			t.Errorf("%s: %v", phase, err)
+		}
+		done <- w
+	}()
+	waitUntil(t, 10*time.Second, phase+": a's waiter queued", queuedAtLeast(rdb, name, 1))
+	time.Sleep(50 * time.Millisecond) // its attempt's reply read: it waits
+	released := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("%s: %v", phase, err)
+	}
+	w := <-done
+	if w == nil {
+		t.FailNow()
+	}
+	took := time.Since(released)
+	_ = w.Unlock(ctx)
+	if took > heard {
+		t.Errorf("%s: the waiter held the lock %v after its grant, want under %v: it did not hear it",
+			phase, took.Round(time.Millisecond), heard)
+	}
 }
