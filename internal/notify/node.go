@@ -237,10 +237,35 @@ func (n *nodeConn) read() {
 		case *redis.Message:
 			n.wakeChannel(m.Channel, m.Payload, false)
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				n.wakeChannel(m.Channel, "", true)
+			case "sunsubscribe":
+				n.dropped(m.Channel)
 			}
 		}
+	}
+}
+
+// dropped forgets a sharded channel that the server unsubscribed on its own, as Redis does
+// when the node stops serving the channel's slot (a failover, a migration): kept, it would
+// stay confirmed, and a watch made on it without a round trip (WatchSubscribed) would hear
+// nothing once the slot came back. Its waiters are woken, to ask Redis; the next Watch
+// subscribes again. An sunsubscribe this node asked for (unsubscribeIdle) finds its
+// channel gone already, or subscribed anew and not yet confirmed: it changes nothing.
+func (n *nodeConn) dropped(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.channels[name]
+	if st == nil || !st.sharded || !st.confirmed {
+		return
+	}
+	delete(n.channels, name)
+	if st.idle != nil {
+		st.idle.Stop()
+	}
+	for w := range st.waiters {
+		w.wake()
 	}
 }
 

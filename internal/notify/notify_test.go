@@ -700,3 +700,32 @@ func TestWatchSubscribed(t *testing.T) {
 		t.Fatalf("ws:a has %d subscribers, want 1", n)
 	}
 }
+
+// TestWatchSubscribedAtLingerEnd: a watch made without a round trip just as its channel's
+// linger runs out either is refused (nil: the caller subscribes) or hears what is
+// published next; it is never registered on a channel already unsubscribed.
+func TestWatchSubscribedAtLingerEnd(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	h := newHub(t, rdb)
+	h.linger = 20 * time.Millisecond
+	made := 0
+	for i := range 60 {
+		first := watch(t, h, "k", plain("le:a"), make(chan struct{}, 1))
+		first.Close()
+		// Around the linger's end: from 5ms before it to 5ms after.
+		time.Sleep(h.linger - 5*time.Millisecond + time.Duration(i%11)*time.Millisecond)
+		wake := make(chan struct{}, 1)
+		w := h.WatchSubscribed(ctx, "k", plain("le:a"), wake)
+		if w == nil {
+			continue
+		}
+		made++
+		if err := rdb.Publish(ctx, "le:a", "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		woken(t, wake, 2*time.Second, fmt.Sprintf("round %d: a message on a channel WatchSubscribed registered", i))
+		w.Close()
+	}
+	t.Logf("%d of 60 watches made without a round trip", made)
+}
