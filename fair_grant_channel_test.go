@@ -67,7 +67,7 @@ func TestFairGrantsInOrderAcrossOwnedAndUnownedClients(t *testing.T) {
 
 func fairMixedOwners(t *testing.T, rdb redis.UniversalClient) {
 	ctx := ctxTimeout(t, 60*time.Second)
-	const name = "review-grant-mixed"
+	const name = "grant-channel-mixed"
 	a, b, c := newClient(t, rdb), newClient(t, rdb, dlock.WithOwner("")), newClient(t, rdb)
 	waiters := []*dlock.Client{a, b, a, c, a, b, c, a}
 	holder, err := newClient(t, rdb).FairMutex(name).Lock(ctx)
@@ -146,7 +146,7 @@ func TestFairWaiterGivingUpAsGrantedPassesOn(t *testing.T) {
 		{"later", 10 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			giveUpAsGranted(t, rdb, holder, a, "review-grant-giveup-"+tc.name, tc.offset)
+			giveUpAsGranted(t, rdb, holder, a, "grant-channel-giveup-"+tc.name, tc.offset)
 		})
 	}
 }
@@ -228,7 +228,7 @@ func TestFairGrantAfterPubSubReconnect(t *testing.T) {
 	t.Cleanup(func() { _ = prdb.Close() })
 	holder, a := newClient(t, rdb), newClient(t, prdb)
 	ctx := ctxTimeout(t, 60*time.Second)
-	const name = "review-grant-reconnect"
+	const name = "grant-channel-reconnect"
 	lease, err := holder.FairMutex(name).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func TestFairLateFirstAttemptOfGivenUpWaiter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			lateFirstAttempt(t, "review-grant-late-first-"+tc.name, tc.duplicate)
+			lateFirstAttempt(t, "grant-channel-late-first-"+tc.name, tc.duplicate)
 		})
 	}
 }
@@ -386,7 +386,7 @@ func TestFairLateReleaseOfSameClientGrantsNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			lateRelease(t, "review-grant-late-release-"+tc.name, tc.duplicate)
+			lateRelease(t, "grant-channel-late-release-"+tc.name, tc.duplicate)
 		})
 	}
 }
@@ -484,7 +484,7 @@ func TestFairGrantHeardAfterClusterFailback(t *testing.T) {
 	rdb := cl.Client(t)
 	holder, a := newClient(t, rdb), newClient(t, rdb)
 	ctx := ctxTimeout(t, 120*time.Second)
-	const name = "review-grant-failback"
+	const name = "grant-channel-failback"
 	master, err := rdb.MasterForKey(ctx, "dlock:"+name)
 	if err != nil {
 		t.Fatal(err)
