@@ -221,11 +221,11 @@ type seen struct {
 	cluster *redis.ClusterClient // nil but on a Cluster
 }
 
-// seenKey is a script sent to a master: node is that master's address on a Cluster, and
-// empty elsewhere.
+// seenKey is a script sent to a master: node is that master's client on a Cluster (go-redis
+// keeps one per node address), nil elsewhere.
 type seenKey struct {
 	script *redis.Script
-	node   string
+	node   *redis.Client
 }
 
 // cmd builds c's command: EVAL if its script was never sent before (which marks it sent),
@@ -289,18 +289,19 @@ func (sn *seen) sha(ctx context.Context, c *Call) (any, bool) {
 	return sha, loaded
 }
 
-// master is the address of the Cluster master that owns c's first key, as the client's
-// slot map has it now; "" elsewhere, or when the map cannot say (the call is then counted
-// with the others of no master, and a NOSCRIPT is answered as after a flush).
-func (sn *seen) master(ctx context.Context, c *Call) string {
+// master is the client of the Cluster master that owns c's first key, as the client's
+// slot map has it now; nil elsewhere, or when the map cannot say (the call is then counted
+// with the others of no master, and a NOSCRIPT is answered as after a flush). A pointer,
+// not the address: the key of every call's lookup is then hashed without its string.
+func (sn *seen) master(ctx context.Context, c *Call) *redis.Client {
 	if sn.cluster == nil || len(c.Keys) == 0 {
-		return ""
+		return nil
 	}
 	m, err := sn.cluster.MasterForKey(ctx, c.Keys[0])
 	if err != nil {
-		return ""
+		return nil
 	}
-	return m.Options().Addr
+	return m
 }
 
 // IsNilClient reports a nil client, also a nil pointer in a non-nil interface.

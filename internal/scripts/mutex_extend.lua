@@ -14,10 +14,11 @@
 -- Errors: WRONGTYPE when the lock key holds something other than a string.
 -- Late: only lengthens the key of its own token, to at most ARGV[2] from when it lands;
 --   on a key gone or taken it changes nothing; it lengthens a record only while the record
---   names its token, so a late one never keeps another term's record alive. So a renewal or Extend that lands after
---   later ones, or after the lease ended, cannot shorten a live lease nor touch another's;
---   and since its token's tombstone outlives the lease by GONE_MS, no copy of the lease's
---   acquisition can have taken the key again unless it was that late (gone.lua).
+--   names its token, so a late one never keeps another term's record alive. So a renewal
+--   or Extend that lands after later ones, or after the lease ended, cannot shorten a live
+--   lease nor touch another's; and since its token's tombstone outlives the lease by
+--   GONE_MS, no copy of the lease's acquisition can have taken the key again unless it was
+--   that late (gone.lua).
 --
 -- Why it never shortens: the client may have several extensions of one lease in flight
 -- (a renewal and an Extend), and a call can reach Redis after later ones (a resent or
@@ -26,19 +27,21 @@
 -- expire. Only lengthening, each success proves the key lives at least its length from
 -- when it was sent, whatever the order. An Extend to a shorter TTL therefore shortens the
 -- lease on the client only (Hold.extend); the key expires no earlier than before.
+-- lengthen makes key, if it expires, expire no sooner than ttl from now.
+local function lengthen(key, ttl)
+	local left = redis.call('PTTL', key)
+	if left >= 0 and left < ttl then
+		redis.call('PEXPIRE', key, ttl)
+	end
+end
+
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 local ttl = tonumber(ARGV[2])
-local left = redis.call('PTTL', KEYS[1])
-if left >= 0 and left < ttl then
-	redis.call('PEXPIRE', KEYS[1], ttl)
-end
+lengthen(KEYS[1], ttl)
 if KEYS[3] and redis.call('HGET', KEYS[3], 'token') == ARGV[1] then
-	local kept = redis.call('PTTL', KEYS[3])
-	if kept >= 0 and kept < ttl then
-		redis.call('PEXPIRE', KEYS[3], ttl)
-	end
+	lengthen(KEYS[3], ttl)
 end
 served(KEYS[2], ARGV[1], ttl)
 return 1
