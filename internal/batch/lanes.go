@@ -160,32 +160,40 @@ func (b *lanes) wait(l *lane, c *Call) (queued, ok bool) {
 // a server that does not answer. Acknowledged round trips stay with the workers.
 func (b *lanes) run(c *Call) bool {
 	l := b.lane(c)
-	if !b.bounded || b.acks != nil || c.Deadline.IsZero() || l.queued.Load() != 0 {
+	if !b.bounded || b.acks != nil || c.Deadline.IsZero() || !b.claim(l) {
 		return b.send(c, false)
 	}
-	b.sending.RLock()
-	select {
-	case <-b.stopped:
-		b.sending.RUnlock()
-		return false
-	default:
-	}
-	if !l.run.TryLock() {
-		b.sending.RUnlock()
-		return b.send(c, false)
-	}
-	if l.queued.Load() != 0 { // queued since the check above
-		l.run.Unlock()
-		b.sending.RUnlock()
-		return b.send(c, false)
-	}
-	b.wg.Add(1) // Stop waits for this round trip as for a worker's
-	b.sending.RUnlock()
 	l.one[0] = c
 	l.overran = b.exec(l, l.one[:], time.Time{})
 	l.one[0] = nil
 	l.run.Unlock()
 	b.wg.Done()
+	return true
+}
+
+// claim takes l's round trip for a caller's own call, if l is idle and the lanes are not
+// stopped: then it returns true with l.run held and the round trip counted in wg (Stop
+// waits for it as for a worker's). queued is checked again under l.run: a call queued
+// meanwhile must not be overtaken.
+func (b *lanes) claim(l *lane) bool {
+	if l.queued.Load() != 0 {
+		return false
+	}
+	b.sending.RLock()
+	defer b.sending.RUnlock()
+	select {
+	case <-b.stopped:
+		return false // send refuses c as well
+	default:
+	}
+	if !l.run.TryLock() {
+		return false
+	}
+	if l.queued.Load() != 0 {
+		l.run.Unlock()
+		return false
+	}
+	b.wg.Add(1)
 	return true
 }
 
