@@ -17,45 +17,28 @@ import (
 // go test -run '^$' -bench . -benchmem
 
 func BenchmarkLockUnlock(b *testing.B) {
-	srv := redistest.Start(b)
-	c := dlock.New(srv.Client(b))
-	defer c.Close()
-	ctx := context.Background()
-	m := c.Mutex("bench")
-	b.ReportAllocs()
-	for b.Loop() {
-		l, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	serialLockUnlock(b, redistest.Start(b).Client(b))
 }
 
 // BenchmarkLockUnlockContextTimeout is BenchmarkLockUnlock on a client with
 // ContextTimeoutEnabled, whose callers send their own scripts when no other call is in
 // flight for their keys.
 func BenchmarkLockUnlockContextTimeout(b *testing.B) {
-	srv := redistest.Start(b)
-	opt := srv.Options()
+	opt := redistest.Start(b).Options()
 	opt.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
+	serialLockUnlock(b, rdb)
+}
+
+// serialLockUnlock is one goroutine's Lock+Unlock of one Mutex on rdb, b.N times.
+func serialLockUnlock(b *testing.B, rdb redis.UniversalClient) {
 	c := dlock.New(rdb)
 	defer c.Close()
-	ctx := context.Background()
 	m := c.Mutex("bench")
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
+		lockUnlock(b, m)
 	}
 }
 
