@@ -72,17 +72,24 @@ func TestElectionFlushAll(t *testing.T) {
 	}
 	until(t, obs, ttl+time.Second, "no leader after FLUSHALL", noLeader)
 	t.Logf("Observe reported no leader %v after FLUSHALL", time.Since(flushed))
-	waitClosed(t, term.Done(), 2*ttl, "the flushed term's end")
+	nextAfterDataLost(t, ctx, obs, term, newClient(t, rdb).Election("flush", dlock.TTL(ttl)), "FLUSHALL", 2*ttl)
+}
+
+// nextAfterDataLost: once its server lost the election's keys (what), term ends within
+// d, a Proclaim of it is refused, and next's campaign leads, which obs reports.
+func nextAfterDataLost(t *testing.T, ctx context.Context, obs <-chan dlock.Leader, term *dlock.Term, next *dlock.Election, what string, d time.Duration) {
+	t.Helper()
+	waitClosed(t, term.Done(), d, "the term's end after "+what)
 	if err := term.Proclaim(ctx, "stale"); !errors.Is(err, dlock.ErrNotHeld) {
-		t.Fatalf("Proclaim of the flushed term = %v, want ErrNotHeld", err)
+		t.Fatalf("Proclaim of the term after %s = %v, want ErrNotHeld", what, err)
 	}
-	next, err := newClient(t, rdb).Election("flush", dlock.TTL(ttl)).Campaign(ctx, "after")
+	after, err := next.Campaign(ctx, "after")
 	if err != nil {
 		t.Fatal(err)
 	}
 	until(t, obs, 5*time.Second, "the next leader", valued("after"))
-	t.Logf("tokens: %d before FLUSHALL, %d after (the counter was flushed too: guarantees.md)", term.Token(), next.Token())
-	_ = next.Unlock(ctx)
+	t.Logf("tokens: %d before %s, %d after (the counter was lost too: guarantees.md)", term.Token(), what, after.Token())
+	_ = after.Unlock(ctx)
 }
 
 // TestElectionQuorumPausedNode: on a quorum of 3 with one node paused (SIGSTOP), a term
@@ -319,17 +326,7 @@ func TestElectionServerRestart(t *testing.T) {
 	srv.Kill(t)
 	srv.Restart(t)
 	until(t, obs, 10*time.Second, "no leader after the restart", noLeader)
-	waitClosed(t, term.Done(), 5*time.Second, "the term's end")
-	if err := term.Proclaim(ctx, "stale"); !errors.Is(err, dlock.ErrNotHeld) {
-		t.Fatalf("Proclaim after the restart = %v, want ErrNotHeld", err)
-	}
-	next, err := e.Campaign(ctx, "after")
-	if err != nil {
-		t.Fatal(err)
-	}
-	until(t, obs, 5*time.Second, "the next leader", valued("after"))
-	t.Logf("tokens: %d before the restart, %d after (an empty server: guarantees.md)", term.Token(), next.Token())
-	_ = next.Unlock(ctx)
+	nextAfterDataLost(t, ctx, obs, term, e, "an empty restart", 5*time.Second)
 }
 
 // TestElectionReadsTellOfSilence: on a quorum, an election's reading that a node lets time
