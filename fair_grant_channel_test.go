@@ -288,6 +288,12 @@ func TestFairGrantAfterPubSubReconnect(t *testing.T) {
 // of the new waiter, which the holder's release grants at once, alone.
 func TestFairLateFirstAttemptOfGivenUpWaiter(t *testing.T) {
 	t.Parallel()
+	deliveredOnceOrTwice(t, "grant-channel-late-first-", lateFirstAttempt)
+}
+
+// deliveredOnceOrTwice runs late in parallel subtests, with the held request delivered
+// once and twice, each on a lock of its own named after prefix.
+func deliveredOnceOrTwice(t *testing.T, prefix string, late func(t *testing.T, name string, duplicate bool)) {
 	for _, tc := range []struct {
 		name      string
 		duplicate bool
@@ -297,7 +303,7 @@ func TestFairLateFirstAttemptOfGivenUpWaiter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			lateFirstAttempt(t, "grant-channel-late-first-"+tc.name, tc.duplicate)
+			late(t, prefix+tc.name, tc.duplicate)
 		})
 	}
 }
@@ -377,18 +383,7 @@ func lateFirstAttempt(t *testing.T, name string, duplicate bool) {
 // granted at once when it unlocks, with the next fencing token.
 func TestFairLateReleaseOfSameClientGrantsNothing(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		duplicate bool
-	}{
-		{"delivered", false},
-		{"duplicated", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			lateRelease(t, "grant-channel-late-release-"+tc.name, tc.duplicate)
-		})
-	}
+	deliveredOnceOrTwice(t, "grant-channel-late-release-", lateRelease)
 }
 
 // lateRelease has a hold an owned late process's lock, its Unlock held back.
