@@ -35,10 +35,7 @@ local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
 	-- A hand-over this caller confirms instead of taking it as published (it did not
 	-- hear of it, or too late), or an earlier attempt of its that landed first.
-	local left = redis.call('PTTL', KEYS[1])
-	if left >= 0 and left < tonumber(ARGV[2]) then
-		redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	end
+	lengthen(KEYS[1], ARGV[2])
 	served(KEYS[5], ARGV[1], ARGV[2])
 	return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
@@ -79,7 +76,5 @@ redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
 -- The queue lives as long as its most recently refreshed entry (the deadlines, at least as
 -- long as their tombstones).
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
-if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[3]) then
-	redis.call('PEXPIRE', KEYS[4], ARGV[3])
-end
+keepAtLeast(KEYS[4], ARGV[3])
 return refuse(left, holder)

@@ -1,6 +1,7 @@
--- gone: how a lock remembers the tokens it served and the waiters that left it for good.
--- scripts.go puts this in front of every script that takes, extends or hands over a lock,
--- or keeps a wait list.
+-- gone: how a lock remembers the tokens it served and the waiters that left it for good,
+-- and how the scripts that keep it move expiries (lengthen, keepAtLeast: written once
+-- here). scripts.go puts this in front of every script that takes, extends or hands over
+-- a lock, or keeps a wait list.
 --
 -- A token is served once. Every acquisition and every hand-over makes the token it gives
 -- the lock to (a holder's token; for a TimestampMutex, the id of the attempt that took
@@ -44,6 +45,11 @@
 -- isListed(score) reports whether a ZSCORE reply is a live or dead entry (no tombstone).
 -- pruneGone(set, now) removes the tombstones that have died; a script prunes a wait list
 --   before it asks isGone.
+-- lengthen(key, ttl) makes key, if it expires, expire no sooner than ttl ms from now: a
+--   lock key, which copies of a call landing in any order never shorten, and never make
+--   permanent.
+-- keepAtLeast(key, ttl) makes key live at least ttl ms from now, giving an expiry to a key
+--   without one: a set or list of entries, which lives as long as its longest entry.
 -- goneReply() is the reply of an attempt of a tombstoned token: a refusal (refusal.lua)
 --   whose time left, 2^36 + 1 ms, is above any real one; scripts.Gone recognises it.
 local GONE_MS = 10000
@@ -53,14 +59,25 @@ local function redisNow()
 	return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 end
 
+local function lengthen(key, ttl)
+	local left = redis.call('PTTL', key)
+	if left >= 0 and left < tonumber(ttl) then
+		redis.call('PEXPIRE', key, ttl)
+	end
+end
+
+local function keepAtLeast(key, ttl)
+	if redis.call('PTTL', key) < tonumber(ttl) then
+		redis.call('PEXPIRE', key, ttl)
+	end
+end
+
 local function gone(deadlines, waiter, now)
 	local score = tonumber(redis.call('ZSCORE', deadlines, waiter))
 	if not score or score > -(now + GONE_MS) then -- a tombstone only lives longer
 		redis.call('ZADD', deadlines, -(now + GONE_MS), waiter)
 	end
-	if redis.call('PTTL', deadlines) < GONE_MS then
-		redis.call('PEXPIRE', deadlines, GONE_MS)
-	end
+	keepAtLeast(deadlines, GONE_MS)
 end
 
 local function served(prefix, token, lease)

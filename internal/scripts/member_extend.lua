@@ -22,9 +22,7 @@ if tonumber(ends) < now + ttl then
 	redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 end
 for i = 1, 2 do
-	if redis.call('PTTL', KEYS[i]) < ttl then
-		redis.call('PEXPIRE', KEYS[i], ttl)
-	end
+	keepAtLeast(KEYS[i], ttl)
 end
 served(KEYS[3], ARGV[1], ttl)
 return 1

@@ -24,10 +24,7 @@ for i = 1, n do
 end
 local ttl = tonumber(ARGV[2])
 for i = 1, n do
-	local left = redis.call('PTTL', KEYS[i])
-	if left >= 0 and left < ttl then
-		redis.call('PEXPIRE', KEYS[i], ttl)
-	end
+	lengthen(KEYS[i], ttl)
 end
 served(KEYS[#KEYS], ARGV[1], ttl)
 return 1

@@ -102,8 +102,8 @@ if holder == ARGV[1] or (stands and holder == 'turn:' .. me) then
 	local left = redis.call('PTTL', KEYS[1])
 	if holder ~= ARGV[1] then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-	elseif stands and left >= 0 and left < tonumber(ARGV[2]) then
-		redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	elseif stands then
+		lengthen(KEYS[1], ARGV[2])
 	end
 	return take(function() redis.call('SET', KEYS[1], holder, 'PX', math.max(left, 1)) end, served)
 end

@@ -27,14 +27,7 @@
 -- expire. Only lengthening, each success proves the key lives at least its length from
 -- when it was sent, whatever the order. An Extend to a shorter TTL therefore shortens the
 -- lease on the client only (Hold.extend); the key expires no earlier than before.
--- lengthen makes key, if it expires, expire no sooner than ttl from now.
-local function lengthen(key, ttl)
-	local left = redis.call('PTTL', key)
-	if left >= 0 and left < ttl then
-		redis.call('PEXPIRE', key, ttl)
-	end
-end
-
+-- lengthen (gone.lua) keeps to that.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end

@@ -53,7 +53,5 @@ end
 local ttl = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
 serveNew(KEYS[5], ARGV[1], ttl) -- a copy of this call that lands later takes nothing
-if redis.call('PTTL', KEYS[3]) < ttl then
-	redis.call('PEXPIRE', KEYS[3], ttl)
-end
+keepAtLeast(KEYS[3], ttl)
 return redis.call('INCR', KEYS[2])

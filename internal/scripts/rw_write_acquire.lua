@@ -71,8 +71,6 @@ end
 if ARGV[5] ~= '1' then
 	local life = tonumber(ARGV[4])
 	redis.call('ZADD', KEYS[4], now + life, ARGV[3])
-	if redis.call('PTTL', KEYS[4]) < life then
-		redis.call('PEXPIRE', KEYS[4], life)
-	end
+	keepAtLeast(KEYS[4], life)
 end
 return refuse(left, writer)

@@ -400,7 +400,7 @@ func TestHeaders(t *testing.T) {
 		case "mutex_asks":
 			header = []string{"-- formatAsk(token, ttl, reserve, expires) is", "-- parseAsk(ask) returns"}
 		case "gone":
-			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease, value)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- goneReply()"}
+			header = []string{"-- gone(deadlines, waiter, now)", "-- served(prefix, token, lease)", "-- serveNew(prefix, token, lease, value)", "-- wasServed(prefix, token)", "-- isGone(score)", "-- isListed(score)", "-- pruneGone(set, now)", "-- redisNow()", "-- lengthen(key, ttl)", "-- keepAtLeast(key, ttl)", "-- goneReply()"}
 		case "grant_channel":
 			header = []string{"-- grantChannel(prefix, waiter) is"}
 		case "pass_on":

@@ -78,11 +78,8 @@ if used + n <= size and (not head or head == ARGV[5]) then
 	local ttl = tonumber(ARGV[2])
 	redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 	redis.call('HSET', KEYS[3], ARGV[1], n)
-	for _, key in ipairs({KEYS[1], KEYS[3]}) do
-		if redis.call('PTTL', key) < ttl then
-			redis.call('PEXPIRE', key, ttl)
-		end
-	end
+	keepAtLeast(KEYS[1], ttl)
+	keepAtLeast(KEYS[3], ttl)
 	serveNew(KEYS[6], ARGV[1], ttl) -- a copy of this call that lands later takes nothing
 	if ARGV[7] ~= '1' then
 		gone(KEYS[5], ARGV[5], now) -- served: an earlier attempt of its, landing late, finds it gone
@@ -110,8 +107,6 @@ if ARGV[7] ~= '1' then
 	-- The queue lives as long as its most recently refreshed entry; the deadlines as
 	-- long, and as long as their tombstones.
 	redis.call('PEXPIRE', KEYS[4], ARGV[6])
-	if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[6]) then
-		redis.call('PEXPIRE', KEYS[5], ARGV[6])
-	end
+	keepAtLeast(KEYS[5], ARGV[6])
 end
 return refuse(left, nil)

@@ -32,9 +32,7 @@ if left > ttl then
 	ttl = left
 end
 if tonumber(holder) >= tonumber(ARGV[1]) then
-	if left >= 0 and left < ttl then
-		redis.call('PEXPIRE', KEYS[1], ttl)
-	end
+	lengthen(KEYS[1], ttl)
 	return 1
 end
 if left < 0 then
