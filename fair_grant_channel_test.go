@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/faultproxy"
+	"github.com/seed51c676c8/dlock/internal/lateproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -38,11 +39,6 @@ func (e *exclusive) hold(t *testing.T, who string, d time.Duration) {
 	}
 	time.Sleep(d)
 	e.n.Add(-1)
-}
-
-// queuedAtLeast reports whether the FairMutex name's Redis queue has n waiters or more.
-func queuedAtLeast(rdb redis.UniversalClient, name string, n int64) func() bool {
-	return func() bool { return rdb.LLen(context.Background(), "{dlock:"+name+"}:queue").Val() >= n }
 }
 
 // TestFairGrantsInOrderAcrossOwnedAndUnownedClients: waiters of two owned Clients (a
@@ -102,7 +98,7 @@ func fairMixedOwners(t *testing.T, rdb redis.UniversalClient) {
 				t.Errorf("waiter %d: %v", i, err)
 			}
 		})
-		waitUntil(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), queuedAtLeast(rdb, name, int64(i+1)))
+		waitUntil(t, 5*time.Second, fmt.Sprintf("waiter %d queued", i), fairQueued(rdb, name, int64(i+1)))
 	}
 	mu.Lock()
 	released = time.Now()
@@ -171,7 +167,7 @@ func giveUpAsGranted(t *testing.T, rdb redis.UniversalClient, holder, a *dlock.C
 		_ = l.Unlock(ctx)
 		w1 <- l.Token()
 	}()
-	waitUntil(t, 5*time.Second, "w1 queued", queuedAtLeast(rdb, name, 1))
+	waitUntil(t, 5*time.Second, "w1 queued", fairQueued(rdb, name, 1))
 	type held struct {
 		l  *dlock.Lease
 		at time.Time
@@ -188,7 +184,7 @@ func giveUpAsGranted(t *testing.T, rdb redis.UniversalClient, holder, a *dlock.C
 		}
 		w2 <- held{l, at}
 	}()
-	waitUntil(t, 5*time.Second, "w2 queued", queuedAtLeast(rdb, name, 2))
+	waitUntil(t, 5*time.Second, "w2 queued", fairQueued(rdb, name, 2))
 	if offset < 0 {
 		giveUp()
 	}
@@ -254,7 +250,7 @@ func TestFairGrantAfterPubSubReconnect(t *testing.T) {
 			}
 			done <- l
 		}()
-		waitUntil(t, 5*time.Second, "a's waiter queued", queuedAtLeast(rdb, name, 1))
+		waitUntil(t, 5*time.Second, "a's waiter queued", fairQueued(rdb, name, 1))
 		released := time.Now()
 		if err := lease.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -334,22 +330,7 @@ func lateFirstAttempt(t *testing.T, name string, duplicate bool) {
 	if err := <-done; err == nil {
 		t.Fatal("w1 took the lock through a held connection")
 	}
-	w2 := make(chan *dlock.Lease, 1)
-	go func() {
-		l, err := a.FairMutex(name).Lock(ctx)
-		if err != nil {
-			t.Errorf("w2: %v", err)
-		}
-		w2 <- l
-	}()
-	waitUntil(t, 5*time.Second, "w2 queued", queuedAtLeast(rdb, name, 1))
-	time.Sleep(400 * time.Millisecond) // past the held round trips' read timeout
-	if duplicate {
-		h.Duplicate()
-	} else {
-		h.Deliver()
-	}
-	waitClosed(t, h.Landed(), 10*time.Second, "the held attempt's landing")
+	w2 := queueThenLand(t, ctx, rdb, a, name, h, duplicate, "the held attempt's landing")
 	queue := rdb.LRange(ctx, "{dlock:"+name+"}:queue", 0, -1).Val()
 	released := time.Now()
 	if err := first.Unlock(ctx); err != nil {
@@ -386,6 +367,31 @@ func TestFairLateReleaseOfSameClientGrantsNothing(t *testing.T) {
 	deliveredOnceOrTwice(t, "grant-channel-late-release-", lateRelease)
 }
 
+// queueThenLand starts w2, a Lock of name by a that queues, then lets the call h holds
+// land (twice when duplicate), past the read timeout of the round trips it held, and
+// waits for what the landing is (what). It returns where w2's lease arrives (nil on an
+// error, which fails t).
+func queueThenLand(t *testing.T, ctx context.Context, rdb *redis.Client, a *lateProcess, name string, h *lateproxy.Held, duplicate bool, what string) <-chan *dlock.Lease {
+	t.Helper()
+	w2 := make(chan *dlock.Lease, 1)
+	go func() {
+		l, err := a.FairMutex(name).Lock(ctx)
+		if err != nil {
+			t.Errorf("w2: %v", err)
+		}
+		w2 <- l
+	}()
+	waitUntil(t, 5*time.Second, "w2 queued", fairQueued(rdb, name, 1))
+	time.Sleep(400 * time.Millisecond) // past the held round trips' read timeout
+	if duplicate {
+		h.Duplicate()
+	} else {
+		h.Deliver()
+	}
+	waitClosed(t, h.Landed(), 10*time.Second, what)
+	return w2
+}
+
 // lateRelease has a hold an owned late process's lock, its Unlock held back.
 func lateRelease(t *testing.T, name string, duplicate bool) {
 	srv, rdb := standalone(t)
@@ -401,22 +407,7 @@ func lateRelease(t *testing.T, name string, duplicate bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2 := make(chan *dlock.Lease, 1)
-	go func() {
-		l, err := a.FairMutex(name).Lock(ctx)
-		if err != nil {
-			t.Errorf("w2: %v", err)
-		}
-		w2 <- l
-	}()
-	waitUntil(t, 5*time.Second, "w2 queued", queuedAtLeast(rdb, name, 1))
-	time.Sleep(400 * time.Millisecond) // past the held round trips' read timeout
-	if duplicate {
-		h.Duplicate()
-	} else {
-		h.Deliver()
-	}
-	waitClosed(t, h.Landed(), 10*time.Second, "the held release's landing")
+	w2 := queueThenLand(t, ctx, rdb, a, name, h, duplicate, "the held release's landing")
 	select {
 	case l := <-w2:
 		t.Fatalf("w2 granted (%v) by a late release while another Client holds the lock", l != nil)
@@ -457,7 +448,7 @@ func fairWaitedFor(t *testing.T, ctx context.Context, rdb *redis.Client, holder 
 		}
 		mine <- l
 	}()
-	waitUntil(t, 5*time.Second, "a queued", queuedAtLeast(rdb, name, 1))
+	waitUntil(t, 5*time.Second, "a queued", fairQueued(rdb, name, 1))
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +519,7 @@ func fairGrantHeard(t *testing.T, ctx context.Context, rdb redis.UniversalClient
 		}
 		done <- w
 	}()
-	waitUntil(t, 10*time.Second, phase+": a's waiter queued", queuedAtLeast(rdb, name, 1))
+	waitUntil(t, 10*time.Second, phase+": a's waiter queued", fairQueued(rdb, name, 1))
 	time.Sleep(50 * time.Millisecond) // its attempt's reply read: it waits
 	released := time.Now()
 	if err := l.Unlock(ctx); err != nil {

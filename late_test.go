@@ -105,7 +105,7 @@ func mutexAsking(rdb *redis.Client, name string) func() bool {
 }
 
 // fairQueued reports whether at least n waiters are in the FairMutex name's queue.
-func fairQueued(rdb *redis.Client, name string, n int64) func() bool {
+func fairQueued(rdb redis.UniversalClient, name string, n int64) func() bool {
 	return func() bool { return rdb.LLen(context.Background(), "{dlock:"+name+"}:queue").Val() >= n }
 }
 
