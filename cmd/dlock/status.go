@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -162,10 +163,10 @@ func (in lockInfo) cells(red *redactor, quorum bool) []string {
 	return row
 }
 
-// printable replaces control characters with '?'.
+// printable replaces control characters (C0, DEL and C1) with '?'.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if unicode.IsControl(r) {
 			return '?'
 		}
 		return r
