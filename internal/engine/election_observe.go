@@ -48,14 +48,21 @@ func (o *observing[T]) run(ctx context.Context) {
 		wg.Go(func() { o.listen(ctx, n) })
 	}
 	failures := 0
+	stale := o.wake
 	for {
-		r, err := o.e.read(ctx, o.wake)
+		r, err := o.e.read(ctx, stale)
 		if ctx.Err() != nil || c.Usable() != nil {
 			return
 		}
 		if err == errSuperseded {
-			continue // woken while it waited for a node: read again at once
+			// Woken while it waited for a node: read again at once, but only once, so that
+			// changes published faster than a reading still let one finish (and do not
+			// pile up readings left to finish in the background). A change published
+			// during that reading stays in wake, and is read after it.
+			stale = nil
+			continue
 		}
+		stale = o.wake
 		next := max(o.e.t.cfg.TTL, time.Second)
 		switch {
 		case err == nil:
