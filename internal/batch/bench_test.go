@@ -134,3 +134,25 @@ func BenchmarkAutoFullDuplex(b *testing.B) {
 		return autoPipeline(rdb, 4)
 	})
 }
+
+// BenchmarkSeenSHAOnCluster is the cost of choosing EVAL or EVALSHA for a call on a
+// Cluster, where a script counts as sent per master (seen.master: the client's slot map
+// asked for the call's first key), against the same choice elsewhere.
+func BenchmarkSeenSHAOnCluster(b *testing.B) {
+	rdb := redistest.StartCluster(b, 3).Client(b)
+	for _, bc := range []struct {
+		name string
+		sn   *seen
+	}{{"cluster", &seen{cluster: rdb}}, {"one server", &seen{}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := &Call{Script: echo, Keys: []string{"{dlock:bench}:k"}}
+			bc.sn.sha(ctx, c) // sent once
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := bc.sn.sha(ctx, c); !ok {
+					b.Fatal("counted as never sent")
+				}
+			}
+		})
+	}
+}
