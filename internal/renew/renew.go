@@ -39,6 +39,13 @@ type Scheduler struct {
 	maxSlack time.Duration // guarded by mu: the largest slack of any entry added
 	started  bool          // guarded by mu
 	stopped  bool          // guarded by mu
+	// armed is guarded by mu: when the goroutine looks at the heap next unless woken (the
+	// earliest event when it last looked), zero for not before a wake. Every entry's event
+	// is at or after it, or a wake is pending: an entry is added or moved with a wake only
+	// when its event comes sooner (poke), so that the usual Add, a lease due after every
+	// other, costs no wake-up of the goroutine. An entry removed may leave it early: the
+	// goroutine then looks, finds nothing due and looks again at the new earliest event.
+	armed time.Time
 
 	wake chan struct{} // capacity 1: the earliest event changed
 	stop chan struct{}
@@ -70,7 +77,7 @@ func (s *Scheduler) Add(e *Entry, renewAt time.Time, slack time.Duration, deadli
 		s.wg.Add(1)
 		go s.run()
 	}
-	s.poke()
+	s.poke(e)
 	return true
 }
 
@@ -114,7 +121,7 @@ func (s *Scheduler) update(e *Entry, change func()) {
 	change()
 	if s.scheduled(e) {
 		heap.Fix(&s.entries, e.index)
-		s.poke()
+		s.poke(e)
 	}
 }
 
@@ -145,7 +152,12 @@ func (s *Scheduler) Stop() {
 	s.wg.Wait()
 }
 
-func (s *Scheduler) poke() {
+// poke wakes the goroutine if it must look at e before it would otherwise (see armed).
+// s.mu is held.
+func (s *Scheduler) poke(e *Entry) {
+	if !s.armed.IsZero() && !e.event().Before(s.armed) {
+		return
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -209,6 +221,7 @@ func (s *Scheduler) tick(now time.Time) time.Time {
 	if len(s.entries) > 0 {
 		next = s.entries[0].event()
 	}
+	s.armed = next
 	if len(due) > 0 {
 		s.wg.Add(1)
 	}

@@ -566,3 +566,64 @@ func TestManyEntries(t *testing.T) {
 		t.Fatalf("%d goroutines after Stop, %d before", after, before)
 	}
 }
+
+// armedAt waits until s's goroutine has looked at its heap and armed its timer.
+func armedAt(t *testing.T, s *Scheduler) time.Time {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		armed := s.armed
+		s.mu.Unlock()
+		if !armed.IsZero() {
+			return armed
+		}
+	}
+	t.Fatal("the scheduler never armed its timer")
+	return time.Time{}
+}
+
+// TestLaterEntryNeedsNoWake: an entry due after the earliest one does not wake the
+// scheduler goroutine (the usual Lock, whose lease is due after every other's); one due
+// sooner does, and is expired on time.
+func TestLaterEntryNeedsNoWake(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	s := New(r.renew, r.expire)
+	defer s.Stop()
+	now := time.Now()
+	s.Add(&Entry{Value: "first"}, time.Time{}, 0, now.Add(time.Hour))
+	armedAt(t, s)
+	for i := range 10 {
+		s.Add(&Entry{Value: "later"}, time.Time{}, 0, now.Add(time.Hour+time.Duration(i+1)*time.Minute))
+		if n := len(s.wake); n != 0 {
+			t.Fatalf("adding an entry due later woke the scheduler (%d wake pending)", n)
+		}
+	}
+	soon := &Entry{Value: "soon"}
+	s.Add(soon, time.Time{}, 0, time.Now().Add(50*time.Millisecond))
+	if e := recv(t, r.expires, 10*time.Second, "expiry of the entry due sooner"); e != soon {
+		t.Fatalf("expired %v, want soon", e.Value)
+	}
+}
+
+// TestEarliestRemoved: once the earliest entry is removed, the scheduler still looks at
+// the next one on time (its timer fires early, finds nothing, and is armed again).
+func TestEarliestRemoved(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	s := New(r.renew, r.expire)
+	defer s.Stop()
+	now := time.Now()
+	a, b := &Entry{Value: "a"}, &Entry{Value: "b"}
+	s.Add(a, time.Time{}, 0, now.Add(50*time.Millisecond))
+	armedAt(t, s)
+	s.Remove(a)
+	s.Add(b, now.Add(150*time.Millisecond), 0, now.Add(300*time.Millisecond))
+	if got := recv(t, r.renewed, 10*time.Second, "renewal of b"); !slices.Equal(names(got), []string{"b"}) {
+		t.Fatalf("renewed %v, want [b]", names(got))
+	}
+	if e := recv(t, r.expires, 10*time.Second, "expiry of b"); e != b {
+		t.Fatalf("expired %v, want b", e.Value)
+	}
+	none(t, r.expires, 50*time.Millisecond, "expiry of the removed entry")
+}
