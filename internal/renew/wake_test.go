@@ -13,7 +13,7 @@ import (
 // timer alone would fire far too late, and check the event still happens on time.
 
 // lateness bounds how late an event may be from scheduling noise alone; the timer armed
-// for the anchor would fire seconds or an hour later.
+// for the anchor would fire an hour later.
 const lateness = 2 * time.Second
 
 // onTime fails unless e expired at or after deadline and within lateness of it.
