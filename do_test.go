@@ -309,7 +309,7 @@ func TestLeaseFromQuorum(t *testing.T) {
 		_, err := c.ForceUnlock(ctx, k.name)
 		return err
 	})
-	if n, err := nodes[0].Exists(ctx, "dlock:"+k.name).Result(); err != nil || n != 0 {
+	if n, err := nodes[0].Exists(ctx, keysOf(k.name).Lock).Result(); err != nil || n != 0 {
 		t.Errorf("after Do, the lock key is on node 0: %d, %v", n, err)
 	}
 }

@@ -331,7 +331,7 @@ func lateFirstAttempt(t *testing.T, name string, duplicate bool) {
 		t.Fatal("w1 took the lock through a held connection")
 	}
 	w2 := queueThenLand(t, ctx, rdb, a, name, h, duplicate, "the held attempt's landing")
-	queue := rdb.LRange(ctx, "{dlock:"+name+"}:queue", 0, -1).Val()
+	queue := rdb.LRange(ctx, keysOf(name).Queue(), 0, -1).Val()
 	released := time.Now()
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -471,7 +471,7 @@ func TestFairGrantHeardAfterClusterFailback(t *testing.T) {
 	holder, a := newClient(t, rdb), newClient(t, rdb)
 	ctx := ctxTimeout(t, 120*time.Second)
 	const name = "grant-channel-failback"
-	master, err := rdb.MasterForKey(ctx, "dlock:"+name)
+	master, err := rdb.MasterForKey(ctx, keysOf(name).Lock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func TestFairGrantHeardAfterClusterFailback(t *testing.T) {
 	// stale map to a replica misses its grant, the same before 27cfadb as after.
 	follows := func() bool {
 		rdb.ReloadState(ctx)
-		m, err := rdb.MasterForKey(ctx, "dlock:"+name)
+		m, err := rdb.MasterForKey(ctx, keysOf(name).Lock)
 		return err == nil && m.Options().Addr == cl.Addrs[i]
 	}
 	grants("before a failover")

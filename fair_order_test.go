@@ -106,12 +106,12 @@ func noFairKeys(t *testing.T, rdb redis.UniversalClient) {
 func noFairKeysOf(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, k := range []string{"dlock:" + name, "{dlock:" + name + "}:queue"} {
+	for _, k := range []string{keysOf(name).Lock, keysOf(name).Queue()} {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Errorf("key %s left behind (%v)", k, err)
 		}
 	}
-	onlyTombstones(t, rdb, "{dlock:"+name+"}:queue:deadlines")
+	onlyTombstones(t, rdb, keysOf(name).QueueDeadlines())
 }
 
 // goneTTL is how long a wait list remembers a waiter that was served or left (gone.lua).

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
+	"github.com/seed51c676c8/dlock/internal/engine"
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -29,6 +31,18 @@ func newClient(t *testing.T, rdb redis.UniversalClient, opts ...dlock.Option) *d
 	c := dlock.New(rdb, opts...)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// keysOf returns the Redis names of the lock called name under the default prefix. Tests
+// ask internal/keyspace, which owns the key layout, rather than spelling keys by hand, so
+// that a change of layout is made once and the tests follow it. It panics on a name that
+// has no keys (empty, or a '}' outside a hash tag): a test's own names are constants.
+func keysOf(name string) keyspace.Keys {
+	k, err := keyspace.For(engine.DefaultPrefix, name)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {

@@ -36,7 +36,7 @@ func newLateProcessRT(t *testing.T, srv *redistest.Server, rt time.Duration, opt
 // askField returns field i (0 token, 1 ttl, 2 reserve, 3 expires, 4 seq) of the first
 // standing request in the Mutex name's asks hash, or "".
 func askField(rdb *redis.Client, name string, i int) string {
-	m := rdb.HGetAll(context.Background(), "{dlock:"+name+"}:asks").Val()
+	m := rdb.HGetAll(context.Background(), keysOf(name).Asks).Val()
 	for k, v := range m {
 		if strings.HasSuffix(k, ":done") {
 			continue
@@ -114,7 +114,7 @@ func TestLateRefreshNeverShortensGrantedLease(t *testing.T) {
 	}
 	grantedWithin(t, longDone, 5*time.Second, "long handle")
 	defer func() { _ = lease.Unlock(ctx) }()
-	pttl := rdb.PTTL(ctx, "dlock:"+name).Val()
+	pttl := rdb.PTTL(ctx, keysOf(name).Lock).Val()
 	believed := time.Until(lease.ValidUntil())
 	t.Logf("key PTTL %v, lease believes %v", pttl, believed.Round(time.Millisecond))
 	time.Sleep(2 * shortTTL)
@@ -159,7 +159,7 @@ func TestLateLeaveGrantTakenOnlyByItsWaiter(t *testing.T) {
 		w2 <- err
 	}()
 	waitUntil(t, 5*time.Second, "w2 queued", fairQueued(rdb, name, 2))
-	queue := "{dlock:" + name + "}:queue"
+	queue := keysOf(name).Queue()
 	w1ID := rdb.LIndex(ctx, queue, 0).Val()
 
 	h, done := a.hold(t, func() error {
@@ -175,7 +175,7 @@ func TestLateLeaveGrantTakenOnlyByItsWaiter(t *testing.T) {
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := rdb.Get(ctx, "dlock:"+name).Val(); got != w1ID {
+	if got := rdb.Get(ctx, keysOf(name).Lock).Val(); got != w1ID {
 		t.Fatalf("lock key %q after the release, want w1's id %q", got, w1ID)
 	}
 	select {

@@ -101,12 +101,12 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // mutexAsking reports whether a process has a standing request for the Mutex name.
 func mutexAsking(rdb *redis.Client, name string) func() bool {
-	return func() bool { return rdb.HLen(context.Background(), "{dlock:"+name+"}:asks").Val() > 0 }
+	return func() bool { return rdb.HLen(context.Background(), keysOf(name).Asks).Val() > 0 }
 }
 
 // fairQueued reports whether at least n waiters are in the FairMutex name's queue.
 func fairQueued(rdb redis.UniversalClient, name string, n int64) func() bool {
-	return func() bool { return rdb.LLen(context.Background(), "{dlock:"+name+"}:queue").Val() >= n }
+	return func() bool { return rdb.LLen(context.Background(), keysOf(name).Queue()).Val() >= n }
 }
 
 // keyCoversLease fails the test unless the lock key outlives what lease believes: its
@@ -248,7 +248,7 @@ func TestLateAttemptOfShortHandleNeverShortensLongLease(t *testing.T) {
 		return time.Until(lease.ValidUntil()) > 10*time.Second
 	})
 	land(t, h)
-	keyCoversLease(t, rdb, "dlock:"+name, lease)
+	keyCoversLease(t, rdb, keysOf(name).Lock, lease)
 }
 
 // A shortening Extend held back on its connection, which lands after a later Extend
@@ -326,7 +326,7 @@ func TestServedFairWaitersNeverQueueAgain(t *testing.T) {
 	const name = "served"
 	a2 := servedRun(t, ctx, holder, a, rdb, name, time.Second)
 	defer func() { _ = a2.Unlock(ctx) }()
-	if err := rdb.Del(ctx, "dlock:"+name).Err(); err != nil {
+	if err := rdb.Del(ctx, keysOf(name).Lock).Err(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -456,7 +456,7 @@ func TestLateAbandonedAttemptHoldsAtMostItsTTL(t *testing.T) {
 	}
 	land(t, h)
 	landed := time.Now()
-	if v := rdb.Exists(ctx, "dlock:"+name).Val(); v == 0 {
+	if v := rdb.Exists(ctx, keysOf(name).Lock).Val(); v == 0 {
 		t.Log("the late attempt did not take the free lock")
 	}
 	l, err := c.Mutex(name).Lock(ctx)
@@ -505,7 +505,7 @@ func TestLateAcquisitionNeverRevivesEndedLease(t *testing.T) {
 			a := newLateProcessRT(t, srv, 200*time.Millisecond)
 			ctx := ctxTimeout(t, 20*time.Second)
 			name := "revive-" + tt.name
-			key := "dlock:" + name
+			key := keysOf(name).Lock
 			const ttl = 2 * time.Second
 
 			var lease *dlock.Lease

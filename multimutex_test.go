@@ -83,7 +83,7 @@ func onEach(t *testing.T, f func(t *testing.T, e multiEnv)) {
 // test unless they are all in different slots.
 func bySlot(t *testing.T, names ...string) []string {
 	t.Helper()
-	slot := func(name string) int { return keyspace.Slot("dlock:" + name) }
+	slot := func(name string) int { return keyspace.Slot(keysOf(name).Lock) }
 	out := slices.Clone(names)
 	slices.SortFunc(out, func(a, b string) int { return slot(a) - slot(b) })
 	for i := 1; i < len(out); i++ {
@@ -110,7 +110,7 @@ func TestMultiMutexLockUnlock(t *testing.T) {
 		}
 		for _, name := range names {
 			// Lock returns once a majority granted; the other nodes follow at once.
-			waitFor(t, 5*time.Second, name+" held on every node", func() bool { return e.holders("dlock:"+name) == len(e.nodes) })
+			waitFor(t, 5*time.Second, name+" held on every node", func() bool { return e.holders(keysOf(name).Lock) == len(e.nodes) })
 		}
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestMultiMutexLockUnlock(t *testing.T) {
 			t.Fatalf("Err after Unlock = %v", l.Err())
 		}
 		for _, name := range names {
-			waitFor(t, 5*time.Second, name+" released on every node", func() bool { return e.holders("dlock:"+name) == 0 })
+			waitFor(t, 5*time.Second, name+" released on every node", func() bool { return e.holders(keysOf(name).Lock) == 0 })
 		}
 		if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 			t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
@@ -214,12 +214,12 @@ func TestMultiMutexExcludesMutex(t *testing.T) {
 		last := names[len(names)-1]
 
 		held := mustLock(t, a.Mutex(last), ctx)
-		waitFor(t, 5*time.Second, last+" held on every node", func() bool { return e.holders("dlock:"+last) == len(e.nodes) })
+		waitFor(t, 5*time.Second, last+" held on every node", func() bool { return e.holders(keysOf(last).Lock) == len(e.nodes) })
 		if _, err := b.MultiMutex(names).TryLock(ctx); !errors.Is(err, dlock.ErrNotAcquired) {
 			t.Fatalf("TryLock of a set with one name held = %v, want ErrNotAcquired", err)
 		}
 		for _, name := range names[:len(names)-1] {
-			if n := e.holders("dlock:" + name); n != 0 {
+			if n := e.holders(keysOf(name).Lock); n != 0 {
 				t.Fatalf("after the refused TryLock, %s is held on %d nodes", name, n)
 			}
 		}
@@ -307,7 +307,7 @@ func TestMultiMutexRenewsEveryName(t *testing.T) {
 				t.Fatalf("lease ended while renewed: %v", l.Err())
 			}
 			for _, name := range names {
-				if n := e.holders("dlock:" + name); n < len(e.nodes)/2+1 {
+				if n := e.holders(keysOf(name).Lock); n < len(e.nodes)/2+1 {
 					t.Fatalf("%s held on %d of %d nodes", name, n, len(e.nodes))
 				}
 			}
@@ -344,7 +344,7 @@ func TestMultiMutexLossOfOneName(t *testing.T) {
 			t.Fatalf("Err = %v, want ErrLost", l.Err())
 		}
 		for _, name := range []string{"loss:1", "loss:3"} {
-			waitFor(t, 2*time.Second, name+" given back", func() bool { return e.holders("dlock:"+name) == 0 })
+			waitFor(t, 2*time.Second, name+" given back", func() bool { return e.holders(keysOf(name).Lock) == 0 })
 		}
 		if err := l.Unlock(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 			t.Fatalf("Unlock of a lost lease = %v, want ErrNotHeld", err)
@@ -446,7 +446,7 @@ func TestMultiMutexCloseReleases(t *testing.T) {
 		t.Fatalf("Err after Close = %v", l.Err())
 	}
 	for _, name := range names {
-		if cl.Exists(ctx, "dlock:"+name).Val() != 0 {
+		if cl.Exists(ctx, keysOf(name).Lock).Val() != 0 {
 			t.Fatalf("%s still held after Close", name)
 		}
 	}

@@ -129,7 +129,7 @@ func TestReplicaAcks(t *testing.T) {
 	c := newClient(t, d.rdb, dlock.WithReplicaAcks(1, 100*time.Millisecond))
 	ctx := ctxTimeout(t, 30*time.Second)
 	onReplica := func(name string) bool {
-		n, err := replica.Exists(ctx, "dlock:"+name).Result()
+		n, err := replica.Exists(ctx, keysOf(name).Lock).Result()
 		if err != nil {
 			t.Fatalf("EXISTS on the replica: %v", err)
 		}
@@ -355,7 +355,7 @@ func TestReplicaAcksCluster(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock after its master failed over: %v", err)
 	}
-	if n, err := cl.Servers[1].Client(t).Exists(ctx, "dlock:"+other).Result(); err != nil || n != 0 {
+	if n, err := cl.Servers[1].Client(t).Exists(ctx, keysOf(other).Lock).Result(); err != nil || n != 0 {
 		t.Fatalf("the new master still has the lock key after Unlock (%d, %v)", n, err)
 	}
 	l = mustLock(t, c.Mutex(other), ctx)
@@ -367,7 +367,7 @@ func clusterName(t *testing.T, rdb *redis.ClusterClient, cl *redistest.Cluster, 
 	t.Helper()
 	for n := range 10000 {
 		name := "lock" + strconv.Itoa(n)
-		slot, err := rdb.ClusterKeySlot(context.Background(), "dlock:"+name).Result()
+		slot, err := rdb.ClusterKeySlot(context.Background(), keysOf(name).Lock).Result()
 		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT: %v", err)
 		}

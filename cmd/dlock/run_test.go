@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed51c676c8/dlock/internal/engine"
+	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -24,6 +26,18 @@ func serverURL(s *redistest.Server) string { return "redis://" + s.Addr }
 func keyExists(rdb redis.Cmdable, key string) bool {
 	n, err := rdb.Exists(context.Background(), key).Result()
 	return err == nil && n == 1
+}
+
+// keysOf returns the Redis names of the lock called name under the command's default
+// prefix. Tests ask internal/keyspace, which owns the key layout, rather than spelling keys
+// by hand, so that a change of layout is made once and the tests follow it. It panics on a
+// name that has no keys: a test's own names are constants.
+func keysOf(name string) keyspace.Keys {
+	k, err := keyspace.For(engine.DefaultPrefix, name)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }
 
 func TestRunExitCodes(t *testing.T) {
@@ -51,7 +65,7 @@ func TestRunExitCodes(t *testing.T) {
 			name := "exit-" + strconv.Itoa(i)
 			r := runBin(t, nil, append([]string{"run", "--redis", serverURL(srv), name, "--"}, tt.command...)...)
 			expect(t, r, tt.code, tt.want)
-			if keyExists(srv.Client(t), "dlock:"+name) {
+			if keyExists(srv.Client(t), keysOf(name).Lock) {
 				t.Fatalf("the lock is still held after dlock exited")
 			}
 		})
@@ -182,7 +196,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			waitFor(t, 10*time.Second, "the command to set its trap", func() bool { return fileExistsAt(mark) })
 			_ = p.cmd.Process.Signal(sig)
 			expect(t, p.wait(), 3)
-			if keyExists(srv.Client(t), "dlock:"+name) {
+			if keyExists(srv.Client(t), keysOf(name).Lock) {
 				t.Fatal("the lock is still held after dlock exited")
 			}
 		})

@@ -184,14 +184,14 @@ func TestCluster(t *testing.T) {
 	for i := range 12 {
 		name := "c" + strconv.Itoa(i)
 		want = append(want, name)
-		if err := cc.Set(ctx, "dlock:"+name, "tok"+strconv.Itoa(i), time.Minute).Err(); err != nil {
+		if err := cc.Set(ctx, keysOf(name).Lock, "tok"+strconv.Itoa(i), time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	slices.Sort(want)
 	masters := map[string]bool{}
 	for _, name := range want {
-		m, err := cc.MasterForKey(ctx, "dlock:"+name)
+		m, err := cc.MasterForKey(ctx, keysOf(name).Lock)
 		if err != nil {
 			t.Fatal(err)
 		}

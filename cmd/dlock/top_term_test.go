@@ -246,7 +246,7 @@ func TestTopTerminalWideNames(t *testing.T) {
 	rdb := srv.Client(t)
 	var names []string
 	for i, n := range wideNames { // in top's order: the hold that ends soonest first
-		rdb.Set(context.Background(), "dlock:"+n.name, "tok", time.Duration(50+i)*time.Second)
+		rdb.Set(context.Background(), keysOf(n.name).Lock, "tok", time.Duration(50+i)*time.Second)
 		names = append(names, n.name)
 	}
 	// A UTF-8 locale for tmux, whatever the test's.

@@ -32,7 +32,7 @@ func topLocks(t *testing.T, rdb *redis.Client) []string {
 		for range n {
 			waiters.lock(waiters.c.FairMutex(name).Lock)
 		}
-		waitLen(t, rdb, "{dlock:"+name+"}:queue", n)
+		waitLen(t, rdb, keysOf(name).Queue(), n)
 	}
 	sem := holders.c.Semaphore("sem", 5, dlock.TTL(30*time.Second))
 	for _, n := range []int64{2, 1} {
