@@ -44,40 +44,34 @@ func anchored(t *testing.T) (*recorder, *Scheduler) {
 }
 
 // TestShortenSoonerThanArmed: Shorten brings an entry's deadline before the instant the
-// goroutine's timer is armed for; the entry still expires at its new deadline.
+// goroutine's timer is armed for, whether the entry is idle or its renewal is in flight
+// (its event is then its deadline, and the renewal never reports back); the entry still
+// expires at its new deadline.
 func TestShortenSoonerThanArmed(t *testing.T) {
 	t.Parallel()
-	r, s := anchored(t)
-	defer s.Stop()
-	e := &Entry{Value: "e"}
-	s.Add(e, time.Time{}, 0, time.Now().Add(2*time.Hour)) // after the anchor: no wake
-	deadline := time.Now().Add(100 * time.Millisecond)
-	s.Shorten(e, deadline)
-	if got := recv(t, r.expires, 10*time.Second, "expiry of the shortened entry"); got != e {
-		t.Fatalf("expired %v, want e", got.Value)
+	for _, inFlight := range []bool{false, true} {
+		t.Run(map[bool]string{false: "idle", true: "renewal in flight"}[inFlight], func(t *testing.T) {
+			t.Parallel()
+			r, s := anchored(t)
+			release := make(chan struct{})
+			r.set(func([]*Entry) { <-release })
+			defer s.Stop()
+			defer close(release)
+			e := &Entry{Value: "e"}
+			if inFlight {
+				s.Add(e, time.Now().Add(20*time.Millisecond), 0, time.Now().Add(2*time.Hour))
+				recv(t, r.renewed, 10*time.Second, "renewal")
+			} else {
+				s.Add(e, time.Time{}, 0, time.Now().Add(2*time.Hour)) // after the anchor: no wake
+			}
+			deadline := time.Now().Add(100 * time.Millisecond)
+			s.Shorten(e, deadline)
+			if got := recv(t, r.expires, 10*time.Second, "expiry of the shortened entry"); got != e {
+				t.Fatalf("expired %v, want e", got.Value)
+			}
+			onTime(t, r, e, deadline)
+		})
 	}
-	onTime(t, r, e, deadline)
-}
-
-// TestShortenInFlight: Shorten of an entry whose renewal is in flight (its event is its
-// deadline, an hour away) expires it at the new deadline although the renewal never
-// reports back.
-func TestShortenInFlight(t *testing.T) {
-	t.Parallel()
-	r, s := anchored(t)
-	release := make(chan struct{})
-	r.set(func([]*Entry) { <-release })
-	defer s.Stop()
-	defer close(release)
-	e := &Entry{Value: "e"}
-	s.Add(e, time.Now().Add(20*time.Millisecond), 0, time.Now().Add(2*time.Hour))
-	recv(t, r.renewed, 10*time.Second, "renewal")
-	deadline := time.Now().Add(100 * time.Millisecond)
-	s.Shorten(e, deadline)
-	if got := recv(t, r.expires, 10*time.Second, "expiry"); got != e {
-		t.Fatalf("expired %v, want e", got.Value)
-	}
-	onTime(t, r, e, deadline)
 }
 
 // TestRenewedSoonerThanArmed: Renewed (an Extend) gives an idle entry a renewal before the
