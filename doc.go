@@ -79,8 +79,7 @@
 // channel __redis__:invalidate), the waiter re-checks instead, with a back-off from a few
 // milliseconds up to 100ms, and the Client logs a warning that says so, once per node
 // (WithLogger). Keyspace events (notify-keyspace-events containing K, g and x), if the
-// server publishes them, wake waiters too, except "expire", which a holder's renewal
-// publishes and which frees nothing. Tracking costs a waiter one read per wake-up,
+// server publishes them, wake waiters too. Tracking costs a waiter one read per wake-up,
 // and the Client two connections per node, from its first tracked wait until Close; an
 // uncontended Lock and Unlock send nothing more. A Mutex that takes turns (below) does
 // not track: its key is released by dlock, which publishes, and a key deleted by hand is

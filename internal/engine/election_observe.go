@@ -88,9 +88,9 @@ func (o *observing[T]) run(ctx context.Context) {
 // it was missed.
 func (o *observing[T]) listen(ctx context.Context, n *Node) {
 	t := o.e.t
-	// A renewal's "expire" changes no reading (keyspaceRoute); a new term's also comes with
-	// its record's write, which publishes; "expired", "del" and the others may end the term.
-	channels := []notify.Channel{n.releaseChannel(t.keys.Channel), n.releaseChannel(t.keys.Leader()), n.keyspaceChannel(t.keys.Lock)}
+	lock := n.keyspaceChannel(t.keys.Lock)
+	lock.Route = changesReading
+	channels := []notify.Channel{n.releaseChannel(t.keys.Channel), n.releaseChannel(t.keys.Leader()), lock}
 	for failures := 0; ; failures++ {
 		sub, cancel := context.WithTimeout(ctx, max(nodeTimeout(t.c, t.cfg.TTL), time.Second))
 		w, err := n.hub.Watch(sub, t.keys.Lock, channels, o.wake)
@@ -108,6 +108,17 @@ func (o *observing[T]) listen(ctx context.Context, n *Node) {
 		case <-time.After(backoff(failures)):
 		}
 	}
+}
+
+// changesReading routes the lock key's keyspace events for an observer: "expire" is a
+// renewal's PEXPIRE, on every renewal of the leader, and changes no reading (a new term's
+// also comes with its record's write, which publishes); "expired", "del" and the others
+// may end the term.
+func changesReading(event string) time.Duration {
+	if event == "expire" {
+		return -1
+	}
+	return 0
 }
 
 func (o *observing[T]) poke() {

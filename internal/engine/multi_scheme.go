@@ -101,7 +101,7 @@ func (s *multiScheme) channels(t *Target, r *request, n *Node) []notify.Channel 
 	out := make([]notify.Channel, 0, 2*len(s.keys))
 	for _, k := range s.keys {
 		keyspace := n.keyspaceChannel(k.Lock)
-		keyspace.Route = keyspaceRoute(route)
+		keyspace.Route = route
 		out = append(out, notify.Channel{Name: k.Channel, Sharded: n.cluster, Route: route}, keyspace)
 	}
 	return out

@@ -74,31 +74,9 @@ func (n *Node) PublishCommand() string {
 }
 
 // keyspaceChannel is where the server publishes the events of key, if it is configured to.
-// Its Route is keyspaceRoute(nil): an expiry set on the key wakes no one.
 func (n *Node) keyspaceChannel(key string) notify.Channel {
-	return notify.Channel{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, key), Route: keyspaceWake}
+	return notify.Channel{Name: fmt.Sprintf("__keyspace@%d__:%s", n.db, key)}
 }
-
-// keyspaceRoute is the Route of a lock key's keyspace events for a waiter whose other
-// events route as then does (nil: at once). "expire" is an expiry set on a key that lives
-// on: a renewal's or an Extend's PEXPIRE, a SET with PX by the next holder. It frees
-// nothing, and a key that goes says so itself ("del", "expired"; a PEXPIRE into the
-// past is a "del"), so it wakes no one: on every renewal it would send each waiter into
-// an attempt bound to be refused.
-func keyspaceRoute(then func(event string) time.Duration) func(event string) time.Duration {
-	return func(event string) time.Duration {
-		switch {
-		case event == "expire":
-			return -1
-		case then == nil:
-			return 0
-		}
-		return then(event)
-	}
-}
-
-// keyspaceWake is keyspaceRoute(nil), made once.
-var keyspaceWake = keyspaceRoute(nil)
 
 // releaseChannel is the channel, on n, where the releases of a lock are published.
 func (n *Node) releaseChannel(name string) notify.Channel {

@@ -12,8 +12,7 @@ import (
 //   - a dlock holder releases: the release script publishes on the lock's channel;
 //   - another program deletes or overwrites the key, or it expires: CLIENT TRACKING
 //     (tracking.go), or where the server refuses it a re-check within maxRecheck; and the
-//     server's keyspace event, when it publishes them (notify-keyspace-events with K, g, x),
-//     but not "expire", a renewal's (keyspaceRoute);
+//     server's keyspace event, when it publishes them (notify-keyspace-events with K, g, x);
 //   - the holder's lease runs out: the acquire script replied with its remaining time;
 //   - this process releases its own hold: the local queue is told directly.
 // Pub/sub may lose a message across a reconnect; the remaining time bounds that loss. When
