@@ -51,7 +51,8 @@ func rows(cfg benchConfig) []row {
 		{sc: scThroughput, metric: "script_us_per_op", label: "… of which in EVAL/EVALSHA (scripts and the commands they run; INFO commandstats) ↓", format: "%.1f", dlock: libDlock},
 		{sc: scThroughput, metric: "publish_us_per_op", label: "… of which in PUBLISH (the Mutex release's \"released\"; INFO commandstats) ↓", format: "%.2f", dlock: libDlock},
 		{sc: scThroughput, metric: "server_ceiling_ops_per_s", label: "redis-server's ceiling, pairs/s (1 s ÷ its CPU per pair)⁴ ↑", higher: true, format: "%.0f", dlock: libDlock},
-		{sc: scThroughput, metric: "client_cpu_us_per_op", label: "client CPU per pair, µs ↓", format: "%.1f", dlock: libDlock},
+		{sc: scThroughput, metric: "client_cpu_us_per_op", label: "client CPU per pair, µs ↓", format: "%.1f", dlock: libDlock,
+			goal: fmt.Sprintf("≤ %d µs", clientCPUGoal), met: func(_ *report, v, _ float64) bool { return v <= clientCPUGoal }},
 		// ≤ 30 since every command goes through go-redis, which makes about 18 for two
 		// EVALSHA calls (the hand-written client it replaced made 11 in all).
 		{title: "Allocations per Lock+Unlock, 1 goroutine", sc: scAllocs, metric: "allocs_per_op",
@@ -103,8 +104,15 @@ func rows(cfg benchConfig) []row {
 	}...)
 }
 
-// quorumGoals are the goals for the ratio of five nodes to one behind the delay proxy.
-var quorumGoals = map[string]float64{scQuorumLat025: 1.25, scQuorumLat1: 1.10}
+// quorumFloorMargin is the goal for the ratio of five nodes to one behind the delay proxy
+// (issue 30): at most this much above the floor measured in the same run, the p50 of a
+// majority of five parallel PINGs over one, which no library's quorum Lock can beat. A
+// fixed bound (1.25 at 0.25 ms) fell below some runs' floor on this machine.
+const quorumFloorMargin = 0.03
+
+// clientCPUGoal is the goal for the client's CPU per uncontended Lock+Unlock, in µs (issue
+// 30): on two vCPUs shared with the server, twice rueidislock's ops/s would need 15.
+const clientCPUGoal = 20
 
 // fairRows are the rows of a FairMutex hot-key scenario.
 func fairRows(sc, title string, hold time.Duration) []row {
@@ -216,9 +224,12 @@ func quorumRows(sc string) []row {
 			row{sc: sc, metric: "floor_ratio", label: "floor: p50 of a majority of 5 parallel PINGs ÷ p50 of one ↓", format: "%.2f", dlock: libDlock, link: true})
 	}
 	ratio := row{sc: sc, metric: "p50_ratio", label: "p50 five ÷ one ↓", format: "%.2f", dlock: libDlock, goal: "informative (machine's wake-ups)⁷"}
-	if g, ok := quorumGoals[sc]; ok {
-		ratio.goal = fmt.Sprintf("≤ %.2f", g)
-		ratio.met = func(_ *report, v, _ float64) bool { return v <= g }
+	if _, ok := linkDelays[sc]; ok {
+		ratio.goal = fmt.Sprintf("≤ the floor + %.2f (same run)", quorumFloorMargin)
+		ratio.met = func(r *report, v, _ float64) bool {
+			floor, has := r.median(sc, libDlock, "floor_ratio")
+			return has && v <= floor+quorumFloorMargin+1e-9
+		}
 	}
 	rs = append(rs,
 		row{sc: sc, metric: "p50_1_us", label: "p50 one node, µs ↓", format: "%.0f", dlock: libDlock},
