@@ -43,14 +43,23 @@ func anchored(t *testing.T) (*recorder, *Scheduler) {
 	return r, s
 }
 
-// TestShortenSoonerThanArmed: Shorten brings an entry's deadline before the instant the
-// goroutine's timer is armed for, whether the entry is idle or its renewal is in flight
-// (its event is then its deadline, and the renewal never reports back); the entry still
-// expires at its new deadline.
-func TestShortenSoonerThanArmed(t *testing.T) {
+// TestDeadlineSoonerThanArmed: an entry's deadline moved before the instant the
+// goroutine's timer is armed for, by Shorten (the entry idle, or its renewal in flight, when
+// its event is its deadline and the renewal never reports back) or by adding the entry
+// again, still expires the entry at its new deadline.
+func TestDeadlineSoonerThanArmed(t *testing.T) {
 	t.Parallel()
-	for _, inFlight := range []bool{false, true} {
-		t.Run(map[bool]string{false: "idle", true: "renewal in flight"}[inFlight], func(t *testing.T) {
+	tests := []struct {
+		name     string
+		inFlight bool
+		sooner   func(s *Scheduler, e *Entry, deadline time.Time)
+	}{
+		{"Shorten", false, func(s *Scheduler, e *Entry, d time.Time) { s.Shorten(e, d) }},
+		{"Shorten, renewal in flight", true, func(s *Scheduler, e *Entry, d time.Time) { s.Shorten(e, d) }},
+		{"Add again", false, func(s *Scheduler, e *Entry, d time.Time) { s.Add(e, time.Time{}, 0, d) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r, s := anchored(t)
 			release := make(chan struct{})
@@ -58,15 +67,15 @@ func TestShortenSoonerThanArmed(t *testing.T) {
 			defer s.Stop()
 			defer close(release)
 			e := &Entry{Value: "e"}
-			if inFlight {
+			if tc.inFlight {
 				s.Add(e, time.Now().Add(20*time.Millisecond), 0, time.Now().Add(2*time.Hour))
 				recv(t, r.renewed, 10*time.Second, "renewal")
 			} else {
 				s.Add(e, time.Time{}, 0, time.Now().Add(2*time.Hour)) // after the anchor: no wake
 			}
 			deadline := time.Now().Add(100 * time.Millisecond)
-			s.Shorten(e, deadline)
-			if got := recv(t, r.expires, 10*time.Second, "expiry of the shortened entry"); got != e {
+			tc.sooner(s, e, deadline)
+			if got := recv(t, r.expires, 10*time.Second, "expiry at the new deadline"); got != e {
 				t.Fatalf("expired %v, want e", got.Value)
 			}
 			onTime(t, r, e, deadline)
@@ -88,22 +97,6 @@ func TestRenewedSoonerThanArmed(t *testing.T) {
 	if late := time.Since(renewAt); late < 0 || late > lateness {
 		t.Fatalf("renewal sent %v after it was due", late)
 	}
-}
-
-// TestAddAgainSooner: adding again an entry already scheduled after the armed instant, with
-// a deadline before it, expires it at the new deadline.
-func TestAddAgainSooner(t *testing.T) {
-	t.Parallel()
-	r, s := anchored(t)
-	defer s.Stop()
-	e := &Entry{Value: "e"}
-	s.Add(e, time.Time{}, 0, time.Now().Add(2*time.Hour))
-	deadline := time.Now().Add(100 * time.Millisecond)
-	s.Add(e, time.Time{}, 0, deadline)
-	if got := recv(t, r.expires, 10*time.Second, "expiry"); got != e {
-		t.Fatalf("expired %v, want e", got.Value)
-	}
-	onTime(t, r, e, deadline)
 }
 
 // TestAddFromExpire: an entry added by the expire callback runs on the scheduler goroutine
