@@ -116,7 +116,7 @@ func (a *agent) sample(l *dlock.Lease, name string, quiet *atomic.Int64, stop *a
 		vu := l.ValidUntil()
 		have := 0
 		for _, n := range a.nodes {
-			if k, err := n.Exists(context.Background(), keysOf(name).Lock).Result(); err == nil && k == 1 {
+			if k, err := n.Exists(context.Background(), lockKey(name)).Result(); err == nil && k == 1 {
 				have++
 			}
 		}

@@ -112,7 +112,7 @@ func (a *agent) unlock(cmd command) {
 	a.onLease(cmd, func(ctx context.Context, h *held) error {
 		h.unlockAt.Store(time.Now().UnixNano())
 		if a.cfg.Mutation == mutNaive {
-			return a.onNodes(ctx, func(c *redis.Client) error { return c.Del(ctx, keysOf(h.name).Lock).Err() })
+			return a.onNodes(ctx, func(c *redis.Client) error { return c.Del(ctx, lockKey(h.name)).Err() })
 		}
 		return h.l.Unlock(ctx)
 	})
@@ -122,7 +122,7 @@ func (a *agent) unlock(cmd command) {
 func (a *agent) extend(cmd command) {
 	a.onLease(cmd, func(ctx context.Context, h *held) error {
 		if a.cfg.Mutation == mutNaive {
-			return a.onNodes(ctx, func(c *redis.Client) error { return c.PExpire(ctx, keysOf(h.name).Lock, cmd.TTL).Err() })
+			return a.onNodes(ctx, func(c *redis.Client) error { return c.PExpire(ctx, lockKey(h.name), cmd.TTL).Err() })
 		}
 		return h.l.Extend(ctx, cmd.TTL)
 	})

@@ -26,11 +26,11 @@ type controlLease struct {
 func (a *agent) controlLock(ctx context.Context, name string, ttl time.Duration) (holding, error) {
 	rdb := a.nodes[0]
 	start := time.Now()
-	tok, err := rdb.Incr(ctx, keysOf(name).Fence).Uint64()
+	tok, err := rdb.Incr(ctx, fenceKey(name)).Uint64()
 	if err != nil {
 		return nil, err
 	}
-	if err := rdb.Set(ctx, keysOf(name).Lock, tok, ttl).Err(); err != nil {
+	if err := rdb.Set(ctx, lockKey(name), tok, ttl).Err(); err != nil {
 		return nil, err
 	}
 	lctx, end := context.WithCancelCause(context.Background())
@@ -56,7 +56,7 @@ func (l *controlLease) Err() error {
 
 func (l *controlLease) Extend(ctx context.Context, ttl time.Duration) error {
 	start := time.Now()
-	if err := l.a.nodes[0].PExpire(ctx, keysOf(l.name).Lock, ttl).Err(); err != nil {
+	if err := l.a.nodes[0].PExpire(ctx, lockKey(l.name), ttl).Err(); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -66,7 +66,7 @@ func (l *controlLease) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 func (l *controlLease) Unlock(ctx context.Context) error {
-	err := l.a.nodes[0].Del(ctx, keysOf(l.name).Lock).Err()
+	err := l.a.nodes[0].Del(ctx, lockKey(l.name)).Err()
 	l.end(dlock.ErrReleased)
 	return err
 }

@@ -83,7 +83,7 @@ func lockOnTwo(r *run, d *deployment, ps []*faultproxy.Proxy, a *child, name str
 	if !ok {
 		return e, false
 	}
-	if n, err := d.nodes[2].Client(r.t).Exists(context.Background(), keysOf(name).Lock).Result(); err != nil || n != 0 {
+	if n, err := d.nodes[2].Client(r.t).Exists(context.Background(), lockKey(name)).Result(); err != nil || n != 0 {
 		r.fatalf("setup: node 3 has the lock key after all (%d, %v)", n, err)
 	}
 	return e, true

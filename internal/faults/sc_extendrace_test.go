@@ -67,7 +67,7 @@ func shortenKeys(r *run, d *deployment, stop <-chan struct{}) {
 		}
 		for i := range raceLocks {
 			for _, rdb := range rdbs {
-				rdb.PExpire(context.Background(), keysOf("race"+string(rune('0'+i))).Lock, time.Millisecond)
+				rdb.PExpire(context.Background(), lockKey("race"+string(rune('0'+i))), time.Millisecond)
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func refusedUnacked(r *run, k *child, d replicated, name string) {
 	}
 	master := d.master()
 	for deadline := time.Now().Add(2 * time.Second); ; r.sleep(20 * time.Millisecond) {
-		n, err := master.Exists(context.Background(), keysOf(name).Lock).Result()
+		n, err := master.Exists(context.Background(), lockKey(name)).Result()
 		if err == nil && n == 0 {
 			return
 		}
@@ -190,7 +190,7 @@ func nameOn(r *run, cl *redistest.Cluster, i int, prefix string) string {
 // masterOf returns the index of the master of cl that serves the lock name (the masters
 // serve equal ranges of slots, in order).
 func masterOf(r *run, cl *redistest.Cluster, c *redis.Client, name string) int {
-	slot, err := c.ClusterKeySlot(context.Background(), keysOf(name).Lock).Result()
+	slot, err := c.ClusterKeySlot(context.Background(), lockKey(name)).Result()
 	if err != nil {
 		r.fatalf("setup: CLUSTER KEYSLOT: %v", err)
 	}

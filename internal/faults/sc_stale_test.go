@@ -24,7 +24,7 @@ func staleRelease(r *run) {
 	refused := 0
 	for _, op := range []string{"unlock", "extend"} {
 		name := "deleted-" + op
-		if !takeOver(r, a, b, name, staleTTL, func() { rdb.Del(context.Background(), keysOf(name).Lock) }) {
+		if !takeOver(r, a, b, name, staleTTL, func() { rdb.Del(context.Background(), lockKey(name)) }) {
 			return
 		}
 		refused += staleCall(r, a, rdb, name, op)
@@ -78,7 +78,7 @@ func (k keyInfo) String() string { return fmt.Sprintf("%.8s… with %v left", k.
 
 func keyState(rdb *redis.Client, name string) keyInfo {
 	ctx := context.Background()
-	v, _ := rdb.Get(ctx, keysOf(name).Lock).Result()
-	p, _ := rdb.PTTL(ctx, keysOf(name).Lock).Result()
+	v, _ := rdb.Get(ctx, lockKey(name)).Result()
+	p, _ := rdb.PTTL(ctx, lockKey(name)).Result()
 	return keyInfo{v, p}
 }

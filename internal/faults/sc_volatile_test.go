@@ -32,7 +32,7 @@ func holderKilled(r *run) {
 	b.send(command{Op: "lock", ID: "b", Name: "res", TTL: volatileTTL, Wait: 10 * volatileTTL})
 	r.sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
 	a.kill()
-	left, err := rdb.PTTL(context.Background(), keysOf("res").Lock).Result()
+	left, err := rdb.PTTL(context.Background(), lockKey("res")).Result()
 	expiry := time.Now().Add(left).UnixNano()
 	if err != nil || left < 0 {
 		r.fatalf("the lock key after A was killed: %v, %v", left, err)

@@ -8,9 +8,6 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seed51c676c8/dlock/internal/engine"
-	"github.com/seed51c676c8/dlock/internal/keyspace"
 )
 
 // The storage that dlock's fencing tokens protect: a Redis server of its own (not one of
@@ -77,18 +74,9 @@ func storeLog(ctx context.Context, store *redis.Client, name string) ([]accepted
 	return out, nil
 }
 
-// keysOf returns the Redis names of the lock called name under the default prefix, which
-// the scenarios write and read behind dlock's back. They ask internal/keyspace, which owns
-// the key layout, rather than spelling keys by hand, so that a change of layout is made
-// once and the suite follows it. It panics on a name that has no keys: the scenarios'
-// names are their own constants.
-func keysOf(name string) keyspace.Keys {
-	k, err := keyspace.For(engine.DefaultPrefix, name)
-	if err != nil {
-		panic(err)
-	}
-	return k
-}
+// The keys dlock uses, as docs/operations.md documents them.
+func lockKey(name string) string  { return "dlock:" + name }
+func fenceKey(name string) string { return "{dlock:" + name + "}:fence" }
 
 // onNodes runs fn on every node of the lock deployment, all of them even if some fail.
 func (a *agent) onNodes(ctx context.Context, fn func(c *redis.Client) error) error {
