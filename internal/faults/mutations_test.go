@@ -52,7 +52,7 @@ var mutations = []mutationCase{
 	{mutNoAcks, "failover-window", "replica acknowledgements: the agents leave out WithReplicaAcks"},
 	{mutOverhold, "random", "exclusion as the holders saw it: each agent reports its leases held a TTL past their end"},
 	{mutTokenBack, "random", "growing tokens: each agent reports every fencing token as 1"},
-	{mutPoll, "random", "waiting: acquisitions poll with one attempt every two TTLs instead of waiting"},
+	{mutPoll, "random", "waiting: acquisitions poll with one attempt every four TTLs instead of waiting"},
 	{mutLeak, "random", "clean storage: an agent leaves a queue key without expiry behind"},
 	{mutGuardPlain, "guard-stale", "guarded writes: the holders write with a plain RPUSH instead of Lease.Guard"},
 }
