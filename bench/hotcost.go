@@ -5,7 +5,7 @@ import (
 )
 
 // serverSnapshot is what the standalone redis-server has spent so far: CPU (from /proc,
-// in 10 ms ticks) and, per command, calls and µs (INFO commandstats, scripts' commands
+// schedstat, in ns) and, per command, calls and µs (INFO commandstats, scripts' commands
 // included).
 type serverSnapshot struct {
 	cpu         time.Duration

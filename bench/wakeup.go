@@ -117,6 +117,9 @@ func (b *bench) wakeup(lib string, run int) *result {
 		return res.fail(err)
 	}
 	wakeMetrics(res, r.Delays)
+	if err := b.requestFloor(ctx, res); err != nil {
+		return res.fail(err)
+	}
 	return res
 }
 
