@@ -187,6 +187,112 @@ func TestQuorumLockDoesNotWaitForASlowNode(t *testing.T) {
 	}
 }
 
+// TestQuorumRenewalDoesNotWaitForASilentNode: with one of three nodes paused, a renewal's
+// verdict comes once the other two have answered and the per-node timeout has passed, not
+// at the renewal's whole timeout (a third of the TTL). What it waits comes off the time
+// between the verdict and the lease's old deadline, every renewal while the node is
+// silent. Each renewal moves ValidUntil to its send time + TTL − drift, so the time left
+// at the moment it moves is TTL − drift − the verdict's delay.
+func TestQuorumRenewalDoesNotWaitForASilentNode(t *testing.T) {
+	servers, nodes, _ := quorumOf(t, 3)
+	c := newQuorumClient(t, nodes)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const ttl = 3 * time.Second // per-node timeout 300ms; the renewal's timeout 1s
+	l := mustLock(t, c.Mutex("silent-renewal", dlock.TTL(ttl)), ctx)
+	servers[0].Pause(t)
+	defer servers[0].Resume(t)
+
+	// The first renewal may have been sent before the pause: three after it.
+	prev, moves := l.ValidUntil(), 0
+	for moves < 4 {
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease lost while two of three nodes renewed it: %v", err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		v := l.ValidUntil()
+		if !v.After(prev) {
+			continue
+		}
+		left := time.Until(v)
+		prev, moves = v, moves+1
+		t.Logf("renewal %d: %v left at its verdict", moves, left.Round(time.Millisecond))
+		// 1.97s if it waited the whole timeout; 2.67s if it waited the per-node timeout.
+		if moves > 1 && left < ttl-700*time.Millisecond {
+			t.Fatalf("a renewal's verdict left %v of a %v lease: it waited for the silent node", left, ttl)
+		}
+	}
+	servers[0].Resume(t)
+	_ = l.Unlock(ctx)
+}
+
+// TestQuorumRenewalWaitsWhenTheOthersDisagree: a renewal stops waiting for a node at the
+// per-node timeout only when the nodes that answered renewed everything. Here one node
+// lost the key and another answers after the per-node timeout but within the renewal's:
+// only that slow node's renewal makes the majority, and the lease lives on.
+func TestQuorumRenewalWaitsWhenTheOthersDisagree(t *testing.T) {
+	nodes, proxy := quorumWithSlowFirst(t)
+	c := newQuorumClient(t, nodes)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const ttl = 3 * time.Second // per-node timeout 300ms; the renewal's timeout 1s
+	l := mustLock(t, c.Mutex("disagree", dlock.TTL(ttl)), ctx)
+	proxy.SetLatency(t, 500*time.Millisecond)
+	if err := nodes[1].Del(ctx, "dlock:disagree").Err(); err != nil {
+		t.Fatal(err)
+	}
+	leaseOutlivesTTL(t, l, ttl)
+	proxy.SetLatency(t, 0)
+	_ = l.Unlock(ctx)
+}
+
+// TestQuorumRenewalWaitsForEveryNodeItNeeds: a Semaphore of 2 on 3 nodes needs all three
+// (2 holders cannot then each find room on the nodes of the other), so its renewal waits
+// for a node slower than the per-node timeout, though a majority renewed it at once.
+func TestQuorumRenewalWaitsForEveryNodeItNeeds(t *testing.T) {
+	nodes, proxy := quorumWithSlowFirst(t)
+	c := newQuorumClient(t, nodes)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const ttl = 3 * time.Second
+	l, err := c.Semaphore("needs-all", 2, dlock.TTL(ttl)).Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetLatency(t, 500*time.Millisecond)
+	leaseOutlivesTTL(t, l, ttl)
+	proxy.SetLatency(t, 0)
+	_ = l.Unlock(ctx)
+}
+
+// quorumWithSlowFirst starts three nodes, the first behind a fault proxy.
+func quorumWithSlowFirst(t *testing.T) ([]redis.UniversalClient, *faultproxy.Proxy) {
+	servers := redistest.StartNodes(t, 3)
+	proxy := faultproxy.New(t, servers[0].Addr)
+	var nodes []redis.UniversalClient
+	for i, s := range servers {
+		opt := s.Options()
+		if i == 0 {
+			opt.Addr = proxy.Addr
+		}
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	return nodes, proxy
+}
+
+// leaseOutlivesTTL waits past l's first deadline (three renewals or more) and fails the
+// test if l was lost or never renewed.
+func leaseOutlivesTTL(t *testing.T, l *dlock.Lease, ttl time.Duration) {
+	t.Helper()
+	first := l.ValidUntil()
+	time.Sleep(ttl + ttl/6)
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease lost while the nodes it needs renewed it, one of them slowly: %v", err)
+	}
+	if !l.ValidUntil().After(first) {
+		t.Fatalf("ValidUntil %v, not after the first %v: no renewal counted", l.ValidUntil(), first)
+	}
+}
+
 func newQuorumClient(t *testing.T, nodes []redis.UniversalClient) *dlock.Client {
 	t.Helper()
 	c, err := dlock.NewQuorum(nodes)

@@ -44,6 +44,7 @@ type renewals struct {
 	seqs    []uint64
 	minTTL  time.Duration
 	maxTTL  time.Duration // the longest of the holds that name an owner (owner.go); 0: none
+	need    int           // the most nodes any hold needs (scheme.need; a Semaphore more than a majority)
 	start   time.Time     // when the batch was sent
 }
 
@@ -72,6 +73,7 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 		if namesOwner(h.token) {
 			b.maxTTL = max(b.maxTTL, ttl)
 		}
+		b.need = max(b.need, h.t.scheme.need(len(h.c.nodes)))
 	}
 	return b
 }
@@ -97,26 +99,53 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		replies[node] = calls
 		c.batchers[node].SendAll(calls)
 	}
+	return replies, b.await(c, answers, len(b.holds), timeout)
+}
+
+// await folds the replies of every node's perNode calls from answers and returns which
+// nodes answered all of theirs. It returns when every node has, or at timeout; or, once
+// as many nodes as every hold needs (b.need) have renewed all of them, so that no other
+// reply can change a verdict, when the per-node timeout has passed since the batch was
+// sent. The last keeps a silent node of a quorum from holding up the verdicts for the
+// whole timeout (a third of the TTL, every renewal while it is silent), which comes off
+// the margin between a verdict and the old deadline. The time that makes a node silent
+// (heard) is still waited, and the late replies still land: a renewal only lengthens.
+func (b *renewals) await(c *Client, answers <-chan *batch.Call, perNode int, timeout time.Duration) (answered []bool) {
+	n := len(c.nodes)
 	answered = make([]bool, n)
-	missing := make([]int, n) // calls of each node not yet answered
+	missing := make([]int, n)  // calls of each node not yet answered
+	refused := make([]bool, n) // some call of the node failed or was refused
 	for node := range missing {
-		missing[node] = len(b.holds)
+		missing[node] = perNode
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for waiting := n; waiting > 0; {
+	var enough <-chan time.Time // armed once b.need nodes renewed everything
+	for waiting, renewed := n, 0; waiting > 0; {
 		select {
 		case call := <-answers:
 			foldAck(c.cfg.Acks, call) // a renewal not replicated failed: retried until the deadline
-			if missing[call.Node]--; missing[call.Node] == 0 {
-				answered[call.Node] = true
-				waiting--
+			refused[call.Node] = refused[call.Node] || call.Err != nil || call.Val <= 0
+			if missing[call.Node]--; missing[call.Node] > 0 {
+				continue
 			}
+			answered[call.Node] = true
+			waiting--
+			if !refused[call.Node] {
+				renewed++
+			}
+			if enough == nil && waiting > 0 && renewed >= b.need {
+				t := time.NewTimer(nodeTimeout(c, b.minTTL) - time.Since(b.start))
+				defer t.Stop()
+				enough = t.C
+			}
+		case <-enough:
+			return answered
 		case <-timer.C:
-			return replies, answered
+			return answered
 		}
 	}
-	return replies, answered
+	return answered
 }
 
 // heard tells each node of a quorum whether it answered the batch, as a poll that waited
