@@ -12,7 +12,8 @@
 //	  tracking.go
 //	attempt.go, fence.go          one attempt, its verdict, the fencing token settled
 //	hold.go, lease.go             the hold of an acquisition, and its leases
-//	renewal.go                    every due hold of the Client renewed in one write per node
+//	renewal.go,                   every due hold of the Client renewed in one write per node;
+//	  renewal_replies.go          its replies, waited for the verdicts, then for the rest
 //	poll.go, fanout.go, votes.go  one call per part and node, the answers counted
 //	local.go, node.go             what this process holds and waits for; one deployment
 //

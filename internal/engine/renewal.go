@@ -25,13 +25,15 @@ func renewBatch(c *Client, entries []*renew.Entry) {
 		}
 	}
 	c.sendOwner(c.announce(b.maxTTL)) // in a round trip of its own: renewals go out together (SendAll)
-	replies, answered := b.send(c)
-	b.heard(c, replies, answered)
+	replies, r := b.send(c)
+	r.verdicts(b.need, b.start, nodeTimeout(c, b.minTTL))
 	now := time.Now()
 	v, _ := newVotes(len(c.nodes), 1)
 	for i := 0; i < len(b.holds); {
-		i = b.apply(c, v, replies, answered, i, now)
+		i = b.apply(c, v, replies, r.answered, i, now)
 	}
+	r.rest()
+	b.heard(c, replies, r.answered)
 }
 
 // renewals is one batch of renewals: the live holds of the entries that fell due, each
@@ -78,17 +80,18 @@ func captureRenewals(entries []*renew.Entry) *renewals {
 	return b
 }
 
-// send sends b and waits for the replies. replies[node][i] is node's answer for
-// b.holds[i]; a node counts (answered) once it has answered every call. A call not written
-// by the time the verdict is due is not sent at all. Unlike poll, it sends every hold's
-// call to a node in one write (batch.SendAll), which never blocks: a batch may renew
-// thousands of leases, and a hung server must not hold up the verdict.
-func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
+// send sends b and returns the calls and their replies to come. replies[node][i] is
+// node's answer for b.holds[i]. A call not written by the time the verdict is due is not
+// sent at all. Unlike poll, it sends every hold's call to a node in one write
+// (batch.SendAll), which never blocks: a batch may renew thousands of leases, and a hung
+// server must not hold up the verdict.
+func (b *renewals) send(c *Client) (replies [][]*batch.Call, r *renewalReplies) {
 	n := len(c.nodes)
 	replies = make([][]*batch.Call, n)
 	answers := make(chan *batch.Call, n*len(b.holds)) // room for every reply, also the late ones
 	b.start = time.Now()
 	timeout := renewTimeout(c, b.minTTL)
+	r = newRenewalReplies(answers, c.cfg.Acks, n, len(b.holds), timeout)
 	for node := range c.nodes {
 		calls := make([]*batch.Call, len(b.holds))
 		for i, h := range b.holds {
@@ -99,53 +102,7 @@ func (b *renewals) send(c *Client) (replies [][]*batch.Call, answered []bool) {
 		replies[node] = calls
 		c.batchers[node].SendAll(calls)
 	}
-	return replies, b.await(c, answers, len(b.holds), timeout)
-}
-
-// await folds the replies of every node's perNode calls from answers and returns which
-// nodes answered all of theirs. It returns when every node has, or at timeout; or, once
-// as many nodes as every hold needs (b.need) have renewed all of them, so that no other
-// reply can change a verdict, when the per-node timeout has passed since the batch was
-// sent. The last keeps a silent node of a quorum from holding up the verdicts for the
-// whole timeout (a third of the TTL, every renewal while it is silent), which comes off
-// the margin between a verdict and the old deadline. The time that makes a node silent
-// (heard) is still waited, and the late replies still land: a renewal only lengthens.
-func (b *renewals) await(c *Client, answers <-chan *batch.Call, perNode int, timeout time.Duration) (answered []bool) {
-	n := len(c.nodes)
-	answered = make([]bool, n)
-	missing := make([]int, n)  // calls of each node not yet answered
-	refused := make([]bool, n) // some call of the node failed or was refused
-	for node := range missing {
-		missing[node] = perNode
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var enough <-chan time.Time // armed once b.need nodes renewed everything
-	for waiting, renewed := n, 0; waiting > 0; {
-		select {
-		case call := <-answers:
-			foldAck(c.cfg.Acks, call) // a renewal not replicated failed: retried until the deadline
-			refused[call.Node] = refused[call.Node] || call.Err != nil || call.Val <= 0
-			if missing[call.Node]--; missing[call.Node] > 0 {
-				continue
-			}
-			answered[call.Node] = true
-			waiting--
-			if !refused[call.Node] {
-				renewed++
-			}
-			if enough == nil && waiting > 0 && renewed >= b.need {
-				t := time.NewTimer(nodeTimeout(c, b.minTTL) - time.Since(b.start))
-				defer t.Stop()
-				enough = t.C
-			}
-		case <-enough:
-			return answered
-		case <-timer.C:
-			return answered
-		}
-	}
-	return answered
+	return replies, r
 }
 
 // heard tells each node of a quorum whether it answered the batch, as a poll that waited
