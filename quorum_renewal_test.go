@@ -72,7 +72,7 @@ func TestQuorumRenewalWaitsWhenAnotherNodeFails(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			nodes, proxy := quorumWithSlowFirst(t)
+			nodes, proxy := quorumWithSlowLast(t, 3)
 			c := newQuorumClient(t, nodes)
 			ctx := ctxTimeout(t, 30*time.Second)
 			const ttl = 3 * time.Second // per-node timeout 300ms; the renewal's timeout 1s
@@ -96,15 +96,8 @@ func TestQuorumRenewalWaitsWhenAnotherNodeFails(t *testing.T) {
 // after: the node stays silent while it answers every renewal, for observers (NodeSilent,
 // the DlockNodeSilent alert) and for the attempts and waiters that no longer wait for it.
 func TestQuorumRenewalDoesNotReportASlowNodeSilent(t *testing.T) {
-	nodes, proxy := quorumWithSlowFirst(t)
-	var silent atomic.Int64
-	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
-		NodeSilent: func(dlock.NodeSilence) { silent.Add(1) },
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	nodes, proxy := quorumWithSlowLast(t, 3)
+	c, silent := silenceCounted(t, nodes)
 	ctx := ctxTimeout(t, 30*time.Second)
 	// Per-node timeout 500ms; the renewal's timeout 2s, room for a connection dialled
 	// through the slow link, or a script loaded again, ahead of a renewal.
@@ -123,7 +116,7 @@ func TestQuorumRenewalDoesNotReportASlowNodeSilent(t *testing.T) {
 // (2 holders cannot then each find room on the nodes of the other), so its renewal waits
 // for a node slower than the per-node timeout, though a majority renewed it at once.
 func TestQuorumRenewalWaitsForEveryNodeItNeeds(t *testing.T) {
-	nodes, proxy := quorumWithSlowFirst(t)
+	nodes, proxy := quorumWithSlowLast(t, 3)
 	c := newQuorumClient(t, nodes)
 	ctx := ctxTimeout(t, 30*time.Second)
 	const ttl = 3 * time.Second
@@ -137,21 +130,35 @@ func TestQuorumRenewalWaitsForEveryNodeItNeeds(t *testing.T) {
 	_ = l.Unlock(ctx)
 }
 
-// quorumWithSlowFirst starts three nodes, the first behind a fault proxy.
-func quorumWithSlowFirst(t *testing.T) ([]redis.UniversalClient, *faultproxy.Proxy) {
-	servers := redistest.StartNodes(t, 3)
-	proxy := faultproxy.New(t, servers[0].Addr)
+// quorumWithSlowLast starts n nodes, the last behind a fault proxy.
+func quorumWithSlowLast(t *testing.T, n int) ([]redis.UniversalClient, *faultproxy.Proxy) {
+	servers := redistest.StartNodes(t, n)
+	proxy := faultproxy.New(t, servers[n-1].Addr)
 	var nodes []redis.UniversalClient
 	for i, s := range servers {
 		opt := s.Options()
-		if i == 0 {
+		if i == n-1 {
 			opt.Addr = proxy.Addr
 		}
+		opt.ReadTimeout = 3 * time.Second
 		rdb := redis.NewClient(opt)
 		t.Cleanup(func() { _ = rdb.Close() })
 		nodes = append(nodes, rdb)
 	}
 	return nodes, proxy
+}
+
+// silenceCounted returns a quorum Client of nodes that counts its NodeSilent events.
+func silenceCounted(t *testing.T, nodes []redis.UniversalClient) (*dlock.Client, *atomic.Int64) {
+	var silent atomic.Int64
+	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
+		NodeSilent: func(dlock.NodeSilence) { silent.Add(1) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, &silent
 }
 
 // leaseOutlivesTTL waits past l's first deadline (three renewals or more) and fails the

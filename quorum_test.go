@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,27 +138,8 @@ func TestQuorumLockUnlockRunsOneScriptEachWayPerNode(t *testing.T) {
 // silent), and a node slower than the others but within the timeout gets the release
 // behind the acquisition, so that nothing is left in Redis without waiting for the TTL.
 func TestQuorumLockDoesNotWaitForASlowNode(t *testing.T) {
-	servers := redistest.StartNodes(t, 5)
-	proxy := faultproxy.New(t, servers[4].Addr)
-	var nodes []redis.UniversalClient
-	for i, s := range servers {
-		opt := s.Options()
-		if i == 4 {
-			opt.Addr = proxy.Addr
-		}
-		opt.ReadTimeout = 3 * time.Second
-		rdb := redis.NewClient(opt)
-		t.Cleanup(func() { _ = rdb.Close() })
-		nodes = append(nodes, rdb)
-	}
-	var silent atomic.Int64
-	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
-		NodeSilent: func(dlock.NodeSilence) { silent.Add(1) },
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	nodes, proxy := quorumWithSlowLast(t, 5)
+	c, silent := silenceCounted(t, nodes)
 	ctx := ctxTimeout(t, 30*time.Second)
 
 	ttl := 2 * time.Second // per-node timeout 200ms
