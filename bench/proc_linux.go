@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -24,29 +25,34 @@ func sysProcAttr() *syscall.SysProcAttr {
 // in one, so a tick was a ninth of it. A thread that exited takes its time with it, which
 // redis-server's threads, made at start, do not. Without schedstat, the ticks.
 func processCPU(pid int) (time.Duration, bool) {
+	if d, err := threadsRunTime(pid); err == nil {
+		return d, true
+	}
+	return processTicks(pid)
+}
+
+// threadsRunTime sums the first field of /proc/PID/task/*/schedstat ("run_ns wait_ns
+// timeslices"): the time each thread of pid has run.
+func threadsRunTime(pid int) (time.Duration, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tasks, err := os.ReadDir(dir)
 	if err != nil || len(tasks) == 0 {
-		return processTicks(pid)
+		return 0, errors.Join(errors.New("no threads listed"), err)
 	}
 	var sum time.Duration
 	for _, t := range tasks {
 		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
 		if err != nil {
-			return processTicks(pid)
+			return 0, err
 		}
-		// "run_ns wait_ns timeslices"
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			return processTicks(pid)
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
+		run, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(strings.TrimSpace(run), 10, 64)
 		if err != nil {
-			return processTicks(pid)
+			return 0, err
 		}
 		sum += time.Duration(ns)
 	}
-	return sum, true
+	return sum, nil
 }
 
 // processTicks returns the CPU time (user + system) of process pid from /proc/PID/stat,

@@ -363,7 +363,7 @@ func renderMarkdown(r *report, out outputs) string {
 		"The round trip it really adds is measured in each run: PING p50 through it minus direct. The floor is the p50 of the time until the third of five PINGs sent at once through it has answered, divided by the p50 of one PING through it: a quorum Lock waits for a majority of parallel round trips, so no library's ratio can go much below it here. "+
 		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm. "+
 		"⁸ The machine's, measured once per run (shown in dlock's column): no hand-off between processes, by any library, can be faster than the release's PUBLISH waking the next process. "+
-		"⁹ The machine's too: no grant that goes through Redis costs redis-server less than one such request, whatever its script does. A FairMutex grant in strict order needs its waiter's enqueue at least; the Mutex in one process hands most grants on inside the process (scripts per grant: the JSON's notes).\n\n", cfg.Hold, cfg.Hold)
+		"⁹ The machine's too: a grant that sends a request of its own to an idle redis-server costs it about this much before any script runs. A FairMutex grant in strict order sends its waiter's enqueue at least; the Mutex in one process hands most grants on inside the process (scripts per grant: the JSON's notes).\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {

@@ -14,9 +14,10 @@ func (c benchConfig) requestPeriod() time.Duration { return c.Hold + c.Hold/4 }
 // requestFloor measures what one request costs redis-server when requests come one at a
 // time at a hot key's pace: a PING every requestPeriod, each sent once the last is
 // answered, for half of --duration; redis-server's CPU over them (processCPU) divided by
-// their number. No grant that goes through Redis can cost the server less: a FairMutex
-// grant in strict order needs at least its waiter's enqueue, and the Mutex in one process
-// hands most grants on without a request (scripts per grant in the hot-key rows). The
+// their number. A grant that sends a request of its own to an idle server costs it about
+// this much before any script runs: a FairMutex grant in strict order sends at least its
+// waiter's enqueue, and the Mutex in one process hands most grants on without a request
+// (scripts per grant in the hot-key rows). The
 // pacing sleeps with nanosleep on a locked thread: the runtime's timers sleep whole ms.
 func (b *bench) requestFloor(ctx context.Context, res *result) error {
 	runtime.LockOSThread()
