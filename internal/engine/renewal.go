@@ -46,7 +46,7 @@ type renewals struct {
 	seqs    []uint64
 	minTTL  time.Duration
 	maxTTL  time.Duration // the longest of the holds that name an owner (owner.go); 0: none
-	need    int           // the most nodes any hold needs (scheme.need; a Semaphore more than a majority)
+	need    int           // the most nodes any hold needs (scheme.need: a majority, a Semaphore's more)
 	start   time.Time     // when the batch was sent
 }
 
