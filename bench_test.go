@@ -52,6 +52,7 @@ func BenchmarkLockUnlockParallel(b *testing.B) {
 	var id atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(16) // 16 x GOMAXPROCS goroutines
+	defer redistest.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		m := c.Mutex("bench:" + strconv.FormatInt(id.Add(1), 10))
 		for pb.Next() {

@@ -31,7 +31,7 @@ var keyMetrics = map[string][]string{
 	scFair:         {"grants_per_s"},
 	scFair1Proc:    {"grants_per_s"},
 	scHotKey1Proc:  {"grants_per_s"},
-	scWakeup:       {"wake_p50_us", "request_server_cpu_us"},
+	scWakeup:       {"wake_p50_us", "request_server_cpu_us", "floor_client_cpu_us_per_pair"},
 	scQuorum:       {"p50_5_us"},
 	scQuorumLat025: {"link_rtt_add_us"},
 	scQuorumLat1:   {"link_rtt_add_us"},

@@ -84,7 +84,7 @@ func rows(cfg benchConfig) []row {
 	oneProc := fmt.Sprintf("One hot key, %d goroutines in ONE process, %v hold", cfg.HotWorkers*cfg.HotGoroutines, cfg.Hold)
 	rs = append(rs, oneProcRows(oneProc, cfg.Hold)...)
 	rs = append(rs, fairRows(scFair1Proc, oneProc+", FairMutex", cfg.Hold)...)
-	rs = append(rs, wakeRows()...)
+	rs = append(rs, wakeRows(cfg.Goroutines)...)
 	rs = append(rs, quorumRows(scQuorum)...)
 	rs = append(rs, quorumRows(scQuorumLat025)...)
 	rs = append(rs, quorumRows(scQuorumLat1)...)
@@ -194,13 +194,16 @@ func vsMutex(rw row, ok func(ratio float64) bool) func(r *report, v, _ float64) 
 	}
 }
 
-// wakeRows are the wake-up floor's: the machine's, not a library's (no ratio).
-func wakeRows() []row {
+// wakeRows are the floors': the machine's, not a library's (no ratio); the client floor
+// runs goroutines callers, as the throughput scenario does.
+func wakeRows(goroutines int) []row {
 	return []row{
 		{title: "Wake-up floor: PUBLISH to an idle subscriber process running⁸", sc: scWakeup, metric: "wake_p50_us", label: "p50, µs", format: "%.0f", dlock: libDlock, link: true},
 		{sc: scWakeup, metric: "wake_p90_us", label: "p90, µs", format: "%.0f", dlock: libDlock, link: true},
 		{title: "Request floor: one PING at a time, at a hot key's pace⁹", sc: scWakeup, metric: "request_period_us", label: "a PING every, µs", format: "%.0f", dlock: libDlock, link: true},
 		{sc: scWakeup, metric: "request_server_cpu_us", label: "redis-server CPU per request, µs (/proc schedstat)", format: "%.1f", dlock: libDlock, link: true},
+		{title: fmt.Sprintf("Client floor: the two scripts of a Lock+Unlock through dlock's transport, nothing else, %d goroutines¹⁰", goroutines), sc: scWakeup, metric: "floor_client_cpu_us_per_pair", label: "client CPU per pair, µs (getrusage)", format: "%.1f", dlock: libDlock, link: true},
+		{sc: scWakeup, metric: "floor_pairs_per_s", label: "pairs/s", format: "%.0f", dlock: libDlock, link: true},
 	}
 }
 
@@ -363,7 +366,8 @@ func renderMarkdown(r *report, out outputs) string {
 		"The round trip it really adds is measured in each run: PING p50 through it minus direct. The floor is the p50 of the time until the third of five PINGs sent at once through it has answered, divided by the p50 of one PING through it: a quorum Lock waits for a majority of parallel round trips, so no library's ratio can go much below it here. "+
 		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm. "+
 		"⁸ The machine's, measured once per run (shown in dlock's column): no hand-off between processes, by any library, can be faster than the release's PUBLISH waking the next process. "+
-		"⁹ The machine's too: a grant that sends a request of its own to an idle redis-server costs it about this much before any script runs. A FairMutex grant in strict order sends its waiter's enqueue at least; the Mutex in one process hands most grants on inside the process (scripts per grant: the JSON's notes).\n\n", cfg.Hold, cfg.Hold)
+		"⁹ The machine's too: a grant that sends a request of its own to an idle redis-server costs it about this much before any script runs. A FairMutex grant in strict order sends its waiter's enqueue at least; the Mutex in one process hands most grants on inside the process (scripts per grant: the JSON's notes). "+
+		"¹⁰ The machine's and the transport's: a loop that sends a lock's two scripts through dlock's own transport (internal/batch over go-redis, as dlock.New sets it up for one server) and does nothing else: no token, lease, renewal, wait or local state. dlock's client CPU per pair above, minus this, is what its engine costs.\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {
@@ -511,6 +515,7 @@ func renderMethod(b *strings.Builder, r *report) {
 	p("- **In one process** (hotkey-1proc, fair-1proc): the same hot key with all %d goroutines in one worker process: every hand-over is between goroutines of one process. The FairMutex's goals there are ratios to the Mutex's figures in the same run.\n", cfg.HotWorkers*cfg.HotGoroutines)
 	p("- **Wake-up floor**: a subscriber process (this binary, re-run; go-redis, one goroutine reading with ReceiveMessage) subscribed to a channel; every %v (long enough for its vCPU to go idle) this process reads %s and PUBLISHes the reading; the subscriber reads the clock again as soon as it holds the message. %s is one clock for every process on Linux, so the difference is one-way: PUBLISH on the wire, redis-server woken and run, the subscriber woken and run; a round trip halved would add the publisher's own wake-up and a second pass through the server. For half of `--duration`, p50 and p90.\n", wakeInterval, monoClock, monoClock)
 	p("- **Request floor**: after the wake-up floor, this process sends a PING every %v (the hold and a quarter: the Mutex's pace in one process), each once the last is answered, for half of `--duration`, pacing with nanosleep on a locked thread; redis-server's CPU over them (schedstat) divided by their number.\n", cfg.requestPeriod())
+	p("- **Client floor**: after the request floor, %d goroutines of this process each send two scripts in turn for a key of their own (`SET key token NX PX ttl`, then compare-and-delete), through one internal/batch Batcher of one lane over a go-redis client set up as dlock's are here, for half of `--duration`; this process's CPU (getrusage) divided by the pairs: the round trips of an uncontended Lock+Unlock on dlock's transport, before any lock logic.\n", cfg.Goroutines)
 	p("- **Quorum**: one goroutine alternates Lock+Unlock on a client of one node and on a client of five independent redis-server processes (the first of which is the one node), for %v; p50 of each, and this process's CPU (getrusage, outside the timed part) per Lock+Unlock. On loopback, then with every node behind the delay proxy⁶ at %v and %v each way (a new proxy process per run; %d rounds of PINGs measure it first: one direct and one through it in turns, and five at once through it).\n",
 		cfg.Duration/2, linkDelays[scQuorumLat025], linkDelays[scQuorumLat1], linkRounds)
 	p("- **Leases**: one client takes %d leases (TTL %v) with 64 goroutines, waits until every lease has been renewed once, then sleeps 3.5 renewal intervals while a go-redis hook (rueidis: a wrapped client; dlock: the connections of a wrapped Options.Dialer, whose write-then-read turnarounds are its round trips and whose RESP arrays written are its commands) counts calls and commands, a wrapped net.Conn counts socket writes, and INFO commandstats counts what the server executed. Goroutines (`runtime.NumGoroutine`, the least over 200 ms) with %d leases held and with all of them. Libraries without automatic renewal (redsync, bsm/redislock, the floor) are N/A.\n", cfg.Leases, cfg.LeaseTTL, min(100, cfg.Leases))

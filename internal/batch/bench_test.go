@@ -22,6 +22,7 @@ func benchCalls(b *testing.B, newBatcher func(*redis.Client) *Batcher) {
 	b.ReportAllocs()
 	b.SetParallelism(32 / max(1, testingProcs()))
 	b.ResetTimer()
+	defer redistest.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		done := make(chan *Call, 1)
 		c := &Call{Script: echo, Args: []any{"7"}}
@@ -60,6 +61,7 @@ func BenchmarkGoRedisPlain(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(32 / max(1, testingProcs()))
 	b.ResetTimer()
+	defer redistest.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if v, err := echo.EvalSha(ctx, rdb, nil, "7").Int64(); err != nil || v != 7 {

@@ -37,3 +37,13 @@ func waitStopped(pid int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// SelfCPU is the CPU time (user and system) the calling process has used so far: a
+// benchmark reports its client's CPU per operation from two readings (ReportCPU).
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

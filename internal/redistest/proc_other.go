@@ -2,7 +2,10 @@
 
 package redistest
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // sysProcAttr: Pdeathsig exists only on Linux; elsewhere the pid files and
 // the leftover sweep (leftovers.go) are the only protection against servers
@@ -12,3 +15,6 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // waitStopped cannot observe the process state portably; SIGSTOP is
 // delivered promptly anyway.
 func waitStopped(pid int) {}
+
+// SelfCPU: not read here; ReportCPU reports nothing.
+func SelfCPU() time.Duration { return 0 }
