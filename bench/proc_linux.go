@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
 // sysProcAttr makes the kernel SIGKILL a child (redis-server, worker) when this process
@@ -84,11 +86,8 @@ func processTicks(pid int) (time.Duration, bool) {
 
 // selfCPU returns the CPU time (user + system) this process has used so far.
 func selfCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+	used := redistest.SelfCPU()
+	return used, used > 0
 }
 
 // fineTimerSlack sets the calling thread's timer slack to 1 ns (the default, 50 µs, is
