@@ -51,66 +51,31 @@ func (b *bench) throughput(lib string, run int) *result {
 	}
 	defer s.Close()
 	n := b.cfg.Goroutines
-	window := b.cfg.Duration / 2
+	lks := make([]locker, n)
+	for g := range lks {
+		lks[g] = s.Locker(fmt.Sprintf("tp:%s:%d:%d", lib, run, g))
+	}
 	var (
-		ops      atomic.Int64
-		stop     atomic.Bool
-		errMu    sync.Mutex
-		firstErr error
-		ready    sync.WaitGroup
-		wg       sync.WaitGroup
+		lua0           int64
+		pub0           cost
+		luaErr, pubErr error
+		srv0, cli0     time.Duration
+		srvOK, cliOK   bool
 	)
-	start := make(chan struct{})
-	setErr := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-	}
-	ready.Add(n)
-	wg.Add(n)
-	for g := range n {
-		lk := s.Locker(fmt.Sprintf("tp:%s:%d:%d", lib, run, g))
-		go func() {
-			defer wg.Done()
-			err := lockUnlockTimeout(lk) // warm-up: connections, scripts
-			ready.Done()
-			if err != nil {
-				setErr(err)
-				return
-			}
-			<-start
-			var local int64
-			for !stop.Load() {
-				if err := lockUnlockTimeout(lk); err != nil {
-					setErr(err)
-					break
-				}
-				local++
-			}
-			ops.Add(local)
-		}()
-	}
-	ready.Wait()
-	lua0, luaErr := b.scriptMicros(b.single.Addr)
-	pub0, pubErr := b.commandCost(b.single.Addr, "publish")
-	srv0, srvOK := processCPU(b.single.PID())
-	cli0, cliOK := selfCPU()
-	t0 := time.Now()
-	close(start)
-	time.Sleep(window)
-	stop.Store(true)
-	wg.Wait()
-	elapsed := time.Since(t0)
+	count, elapsed, err := loops(n, b.cfg.Duration/2, func(g int) error { return lockUnlockTimeout(lks[g]) }, func() {
+		lua0, luaErr = b.scriptMicros(b.single.Addr)
+		pub0, pubErr = b.commandCost(b.single.Addr, "publish")
+		srv0, srvOK = processCPU(b.single.PID())
+		cli0, cliOK = selfCPU()
+	})
 	srv1, srvOK1 := processCPU(b.single.PID())
 	cli1, cliOK1 := selfCPU()
 	lua1, luaErr1 := b.scriptMicros(b.single.Addr)
 	pub1, pubErr1 := b.commandCost(b.single.Addr, "publish")
-	if firstErr != nil {
-		return res.fail(firstErr)
+	if err != nil {
+		return res.fail(err)
 	}
-	if ops := float64(ops.Load()); ops > 0 {
+	if ops := float64(count); ops > 0 {
 		// CPU per pair: the server's (redis-server is one process) and this process's
 		// (the library, go-redis or rueidis, and the loop; nothing else runs meanwhile).
 		if srvOK && srvOK1 {
@@ -138,8 +103,8 @@ func (b *bench) throughput(lib string, run int) *result {
 			res.Metrics["client_cpu_us_per_op"] = float64((cli1 - cli0).Microseconds()) / ops
 		}
 	}
-	res.Metrics["ops_per_s"] = float64(ops.Load()) / elapsed.Seconds()
-	res.Metrics["ops"] = float64(ops.Load())
+	res.Metrics["ops_per_s"] = float64(count) / elapsed.Seconds()
+	res.Metrics["ops"] = float64(count)
 	res.Metrics["goroutines"] = float64(n)
 	res.Metrics["seconds"] = elapsed.Seconds()
 	return res

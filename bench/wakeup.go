@@ -120,7 +120,7 @@ func (b *bench) wakeup(lib string, run int) *result {
 	if err := b.requestFloor(ctx, res); err != nil {
 		return res.fail(err)
 	}
-	if err := b.clientFloor(ctx, res); err != nil {
+	if err := b.clientFloor(res); err != nil {
 		return res.fail(err)
 	}
 	return res
