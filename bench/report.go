@@ -367,7 +367,7 @@ func renderMarkdown(r *report, out outputs) string {
 		"⁷ Five redis-servers and the client share two vCPUs on loopback: a fan-out has to wake three idle servers before a majority answers, so the ratio measures the machine's wake-ups more than the library; informative, with no goal (it was ≤ 1.5). The proxied rows above judge the algorithm. "+
 		"⁸ The machine's, measured once per run (shown in dlock's column): no hand-off between processes, by any library, can be faster than the release's PUBLISH waking the next process. "+
 		"⁹ The machine's too: a grant that sends a request of its own to an idle redis-server costs it about this much before any script runs. A FairMutex grant in strict order sends its waiter's enqueue at least; the Mutex in one process hands most grants on inside the process (scripts per grant: the JSON's notes). "+
-		"¹⁰ The machine's and the transport's: a loop that sends a lock's two scripts through dlock's own transport (internal/batch over go-redis, as dlock.New sets it up for one server) and does nothing else: no token, lease, renewal, wait or local state. dlock's client CPU per pair above, minus this, is what its engine costs.\n\n", cfg.Hold, cfg.Hold)
+		"¹⁰ The machine's and the transport's: a loop that sends a lock's two scripts through dlock's own transport (internal/batch over go-redis, as dlock.New sets it up for one server) and does nothing else: no token, lease, renewal, waiting for a held lock or local state (it waits for each reply, as dlock does). dlock's client CPU per pair above, minus this, is what its engine costs.\n\n", cfg.Hold, cfg.Hold)
 
 	var failures []string
 	for _, x := range r.Results {
