@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,56 @@ func TestRingRefused(t *testing.T) {
 		if keys := srv.Client(t).Keys(ctx, "*").Val(); len(keys) != 0 {
 			t.Errorf("a refused Client wrote %v on %s", keys, srv.Addr)
 		}
+	}
+}
+
+// TestCloseReleasesEveryName: Close releases what the process holds under every name and
+// ends the Locks and Unlocks racing it on every other, however many names there are: no
+// lock key stays in Redis and every lease reports ErrReleased.
+func TestCloseReleasesEveryName(t *testing.T) {
+	srv, rdb := standalone(t)
+	p := faultproxy.New(t, srv.Addr)
+	via := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = via.Close() })
+	ctx := ctxTimeout(t, 30*time.Second)
+	c := dlock.New(via)
+	held := make([]*dlock.Lease, 300)
+	for i := range held {
+		held[i] = mustLock(t, c.Mutex("held-"+strconv.Itoa(i)), ctx)
+	}
+	// Round trips as long as Close's own: acquisitions land while it releases.
+	p.SetLatency(t, 20*time.Millisecond)
+	racing := make(chan error, 64)
+	for g := range cap(racing) {
+		go func() {
+			m := c.Mutex("racing-" + strconv.Itoa(g))
+			for {
+				l, err := m.Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				if err != nil {
+					racing <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range cap(racing) {
+		if err := <-racing; !errors.Is(err, dlock.ErrClosed) {
+			t.Errorf("a Lock or Unlock racing Close = %v, want ErrClosed", err)
+		}
+	}
+	for i, l := range held {
+		if l.Err() != dlock.ErrReleased {
+			t.Fatalf("lease %d after Close: %v, want ErrReleased", i, l.Err())
+		}
+	}
+	if keys := rdb.Keys(ctx, "dlock:*").Val(); len(keys) != 0 {
+		t.Fatalf("%d lock keys left after Close, such as %q", len(keys), keys[0])
 	}
 }

@@ -288,3 +288,53 @@ func TestInnerExtendAfterUnlock(t *testing.T) {
 	}
 	_ = outer.Unlock(ctx)
 }
+
+// TestLeaseContextAskedAfterEnd: a lease's context, first asked for once the lease has
+// ended (unlocked, or lost and noticed by a renewal), is done already, with the end as
+// its cause; asked for by many goroutines while the lease ends, it is one context, which
+// ends once.
+func TestLeaseContextAskedAfterEnd(t *testing.T) {
+	_, rdb := standalone(t)
+	c := newClient(t, rdb)
+	ctx := ctxTimeout(t, 20*time.Second)
+	for _, tc := range []struct {
+		name string
+		end  func(l *dlock.Lease)
+		want error
+	}{
+		{"unlocked", func(l *dlock.Lease) { _ = l.Unlock(ctx) }, dlock.ErrReleased},
+		{"lost", func(l *dlock.Lease) {
+			_ = rdb.Del(ctx, "dlock:ctx-lost").Err()
+			waitFor(t, 10*time.Second, "the renewal to notice the loss", func() bool { return l.Err() != nil })
+		}, dlock.ErrLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustLock(t, c.Mutex("ctx-"+tc.name, dlock.TTL(time.Second)), ctx)
+			tc.end(l)
+			waitClosed(t, l.Done(), time.Second, "Done of an ended lease")
+			if got := context.Cause(l.Context()); !errors.Is(got, tc.want) {
+				t.Fatalf("cause = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("asked while it ends", func(t *testing.T) {
+		l := mustLock(t, c.Mutex("ctx-racing"), ctx)
+		got := make(chan context.Context, 8)
+		for range cap(got) {
+			go func() { got <- l.Context() }()
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		first := <-got
+		for range cap(got) - 1 {
+			if <-got != first {
+				t.Fatal("the lease has two contexts")
+			}
+		}
+		waitClosed(t, first.Done(), time.Second, "Done of the unlocked lease")
+		if !errors.Is(context.Cause(first), dlock.ErrReleased) {
+			t.Fatalf("cause = %v, want ErrReleased", context.Cause(first))
+		}
+	})
+}

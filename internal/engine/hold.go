@@ -24,8 +24,6 @@ type Hold struct {
 
 	entry renew.Entry // scheduled with the Client's scheduler while the hold lives
 
-	ctx    context.Context // the outer lease's context; cancelled with the cause when the hold ends
-	cancel context.CancelCauseFunc
 	outer  *Lease      // the lease that owns the hold: the one Lock returned, allocated with it
 	values leaseValues // ctx's parent
 
@@ -46,6 +44,11 @@ type Hold struct {
 	releasing bool          // guarded by mu: Unlock is in progress; renewal results are moot
 	sent      uint64        // guarded by mu: renewals and Extends sent, numbered from 1
 	cut       uint64        // guarded by mu: the newest shortening Extend sent; older results are moot
+	// ctx is the outer lease's context, made by the first call of context (most leases are
+	// unlocked without anyone asking for it) and cancelled with the cause when the hold
+	// ends; nil until then, like cancel. Guarded by mu.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	obs *holdObs // what the observers were told (observer.go); nil without observers
 }
@@ -110,7 +113,6 @@ func (h *Hold) startGranted() (*Lease, error) {
 // the hold is released and ErrClosed returned.
 func (h *Hold) start(renewAt time.Time, slack time.Duration) (*Lease, error) {
 	if err := h.t.hooks.start(h); err != nil {
-		h.cancel(ErrReleased)
 		releaseAbandoned(h.t, h.token, true)
 		return nil, err
 	}
@@ -169,12 +171,17 @@ func (h *Hold) end(err error, reason string) bool {
 		return false
 	}
 	h.err, h.reason = err, reason
+	cancel := h.cancel
 	h.mu.Unlock()
 	h.c.sched.Remove(&h.entry)
-	h.cancel(err)
+	if cancel != nil {
+		cancel(err)
+	}
 	h.t.hooks.end(h, err, reason) // the local queue's head may now ask Redis
 	// After the hook: an observer told of the end finds the lock free in this process.
-	reportEnd(h.obs, h.ctx, h.t.name, h.t.scheme.kind(), h.fence, err, reason)
+	if h.obs != nil { // only observers make the context here, if no one has yet
+		reportEnd(h.obs, h.context(), h.t.name, h.t.scheme.kind(), h.fence, err, reason)
+	}
 	if err == ErrLost {
 		h.c.cfg.Logger.Warn("dlock: lease lost", "name", h.t.name, "token", h.fence, "reason", reason)
 	}
@@ -225,13 +232,26 @@ func (h *Hold) endedError(op string) error {
 	return fmt.Errorf("dlock: %s %q: %w: %w (%s)", op, h.t.name, Inner(ErrNotHeld), Inner(err), reason)
 }
 
-// bind makes h's outer lease and its context, which keeps the values of lockCtx (the ctx
-// given to Lock), not its cancellation, and is cancelled when h ends.
+// bind makes h's outer lease, whose context (see context) keeps the values of lockCtx
+// (the ctx given to Lock), not its cancellation.
 func (h *Hold) bind(lockCtx context.Context) {
 	parent, _ := lockCtx.Value(leaseKey{}).(*leaseChain)
 	h.values = leaseValues{lock: lockCtx, chain: leaseChain{lease: h.outer, parent: parent}}
-	h.ctx, h.cancel = context.WithCancelCause(&h.values)
-	h.outer.h, h.outer.outer, h.outer.ctx = h, true, h.ctx
+	h.outer.h, h.outer.outer = h, true
+}
+
+// context returns the outer lease's context, which ends when h ends, with h's error as
+// its cause. It is made on first use; made after h ended, it is cancelled already.
+func (h *Hold) context() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(&h.values)
+		if h.err != nil {
+			h.cancel(h.err)
+		}
+	}
+	return h.ctx
 }
 
 // startExtend numbers an Extend to ttl about to be sent. One that shortens the lease takes

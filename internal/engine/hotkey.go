@@ -34,7 +34,7 @@ const askReserve = 16
 // fromProcess returns a hold handed over by a local Unlock, or one a release granted to
 // the process's standing request.
 func (k *hotKey) fromProcess(ctx context.Context, r *request) (*Hold, bool) {
-	if h := k.t.c.local.takeHandoff(r.local); h != nil {
+	if h := k.t.c.local.takeHandoff(k.t.keys.Lock, r.local); h != nil {
 		return handedOff(h, true), false
 	}
 	h := takeGrant(ctx, r, k)
@@ -47,10 +47,10 @@ func (k *hotKey) rejoin() {
 	if !k.turns {
 		return
 	}
-	l := &k.t.c.local
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.queues[k.t.keys.Lock]; q != nil {
+	s := k.t.c.local.shard(k.t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[k.t.keys.Lock]; q != nil {
 		q.ask = nil
 	}
 }
@@ -61,11 +61,11 @@ func (k *hotKey) refreshes() bool { return k.turns }
 // tokens to reserve for the local waiters behind the caller and, for the head of the local
 // queue, the token of the process's standing request (made on its first attempt).
 func (k *hotKey) prepare(r *request) {
-	l := &k.t.c.local
+	s := k.t.c.local.shard(k.t.keys.Lock)
 	r.tk = ticket{reserve: 1}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queues[k.t.keys.Lock]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k.t.keys.Lock]
 	if q != nil {
 		r.tk.behind = int64(min(q.behind(r.local), maxReserve-1))
 		r.tk.reserve += r.tk.behind
@@ -115,20 +115,20 @@ func (k *hotKey) used(token any) {
 	if !k.turns {
 		return
 	}
-	l := &k.t.c.local
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.queues[k.t.keys.Lock]; q != nil && q.ask != nil && q.ask.token == token {
+	s := k.t.c.local.shard(k.t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[k.t.keys.Lock]; q != nil && q.ask != nil && q.ask.token == token {
 		q.ask = nil
 	}
 }
 
 // granted returns the process's standing request when a grant names its token (claimer).
 func (k *hotKey) granted(r *request, token string) (g grantee, ok bool) {
-	l := &k.t.c.local
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queues[k.t.keys.Lock]
+	s := k.t.c.local.shard(k.t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k.t.keys.Lock]
 	if q == nil || q.ask == nil || q.ask.token != any(token) {
 		return grantee{}, false
 	}
@@ -152,18 +152,19 @@ func (k *hotKey) handOff(h *Hold) bool {
 // handTo makes h's successor and hands it to the head of the local queue, or returns nil
 // when there is no one to hand it to.
 func (k *hotKey) handTo(h *Hold, ttl time.Duration, deadline time.Time) *Hold {
-	t, l := k.t, &k.t.c.local
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queues[t.keys.Lock]
-	if l.closed || q == nil || q.held != h || len(q.waiters) == 0 || q.waiters[0].cfg != t.cfg {
+	t := k.t
+	s := t.c.local.shard(t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[t.keys.Lock]
+	if s.closed || q == nil || q.held != h || len(q.waiters) == 0 || q.waiters[0].cfg != t.cfg {
 		// A waiter that locked a handle with other options (TTL, NoRenew) asks Redis for
 		// a lease of its own making.
 		return nil
 	}
 	w := q.waiters[0]
 	next := newHold(t, h.token, h.fence+1, h.spare-1, ttl, deadline, w.ctx)
-	l.holds[next] = struct{}{}
+	s.holdLocked(next)
 	q.held = next
 	w.handed = next
 	q.notifyLocked()

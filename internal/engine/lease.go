@@ -15,7 +15,7 @@ import (
 type Lease struct {
 	h     *Hold
 	outer bool
-	ctx   context.Context
+	ctx   context.Context // a re-entrant lease's; the outer lease's is its hold's (Hold.context)
 
 	// For a re-entrant lease only: its own end, guarded by mu.
 	mu     sync.Mutex
@@ -38,9 +38,14 @@ func (l *Lease) Tokens() map[string]uint64 {
 	return out
 }
 
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	if l.outer {
+		return l.h.context()
+	}
+	return l.ctx
+}
 
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 func (l *Lease) Err() error {
 	if !l.outer {

@@ -2,28 +2,45 @@ package engine
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 )
 
 // local is what this process holds and who waits for it: the state that the goroutines of
-// one Client share, by lock key. mu guards every field, and the fields of the localQueues
-// and localWaiters it holds.
+// one Client share, by lock key, in shards. Every Lock and Unlock takes its key's shard
+// several times; with one Client-wide mutex, goroutines locking different keys queued on
+// it (BENCHMARKS.md, the client CPU of an uncontended Lock+Unlock).
 type local struct {
-	mu     sync.Mutex
-	queues map[string]*localQueue // waiters and holds of this process, by lock key
-	spare  []*localQueue          // idle queues kept for reuse
-	holds  map[*Hold]struct{}     // outer holds not yet ended, released by Close
-	closed bool                   // Close has begun: no hold is adopted any more
+	seed   maphash.Seed
+	shards [localShards]localShard
 }
 
-func newLocal() local {
-	return local{queues: make(map[string]*localQueue), holds: make(map[*Hold]struct{})}
+// localShards is how many shards a Client's local state has: enough that the goroutines
+// of a busy process seldom share one, few enough that Close and live visit them at once.
+const localShards = 64
+
+// localShard is the local state of the lock keys that hash to it. mu guards every field,
+// and the fields of the localQueues and localWaiters it holds.
+type localShard struct {
+	mu     sync.Mutex
+	queues map[string]*localQueue // waiters and holds of this process, by lock key; made on first use
+	spare  []*localQueue          // idle queues kept for reuse
+	holds  map[*Hold]struct{}     // outer holds not yet ended, released by Close; made on first use
+	closed bool                   // Close has begun: no hold is adopted any more
+	_      [64]byte               // keeps neighbouring shards' mutexes off one cache line
+}
+
+func newLocal() local { return local{seed: maphash.MakeSeed()} }
+
+// shard is the shard of key.
+func (l *local) shard(key string) *localShard {
+	return &l.shards[maphash.String(l.seed, key)%localShards]
 }
 
 // localQueue orders the goroutines of this process that wait for one lock key, first come
 // first served. Only the head asks Redis; the others wait for their turn, so that any
 // number of local waiters cost one request per release, not one each. Every field is
-// guarded by local.mu.
+// guarded by the mu of its key's localShard.
 type localQueue struct {
 	waiters []*localWaiter // by arrival; waiters[0] is the head
 	held    *Hold          // this process's live outer hold of the key, nil when none
@@ -41,40 +58,52 @@ type localWaiter struct {
 	cfg    LockConfig      // the options of the handle it locked: a hold handed to it has them
 	turn   chan struct{}   // closed when the waiter becomes the head
 	queue  *localQueue     // the queue it joined
-	handed *Hold           // guarded by local.mu: the hold handed to it, until taken
+	handed *Hold           // guarded by its key's localShard.mu: the hold handed to it, until taken
 }
 
 // closedChan is the turn of a waiter that is the head as soon as it joins.
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
-// enter counts a Lock call under way in inflight, unless Close has begun: Add happens
-// under mu while closed is false, so never after Close began to Wait.
-func (l *local) enter(inflight *sync.WaitGroup) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+// enter counts a Lock call for key under way in inflight, unless Close has begun: Add
+// happens under the key's shard's mu while its closed is false, so never after Close
+// began to Wait (close marks every shard before it returns).
+func (l *local) enter(key string, inflight *sync.WaitGroup) error {
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return ErrClosed
 	}
 	inflight.Add(1)
 	return nil
 }
 
-// close marks the Client closed, and reports whether it was open.
+// close marks the Client closed, every shard of it, and reports whether it was open.
+// The first shard decides, so that of two Closes at once only one reports it open.
 func (l *local) close() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	was := !l.closed
-	l.closed = true
-	return was
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		was := !s.closed
+		s.closed = true
+		s.mu.Unlock()
+		if i == 0 && !was {
+			return false
+		}
+	}
+	return true
 }
 
 // live returns the outer holds not yet ended.
 func (l *local) live() []*Hold {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	holds := make([]*Hold, 0, len(l.holds))
-	for h := range l.holds {
-		holds = append(holds, h)
+	var holds []*Hold
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		for h := range s.holds {
+			holds = append(holds, h)
+		}
+		s.mu.Unlock()
 	}
 	return holds
 }
@@ -82,14 +111,15 @@ func (l *local) live() []*Hold {
 // adopt records a new outer hold (a hold's start hook). It fails with ErrClosed if Close
 // has begun, since Close would not release a hold it did not see.
 func (l *local) adopt(h *Hold) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	s := l.shard(h.t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return ErrClosed
 	}
-	l.holds[h] = struct{}{}
+	s.holdLocked(h)
 	if h.t.share.queues() {
-		l.queueLocked(h.t.keys.Lock).held = h
+		s.queueLocked(h.t.keys.Lock).held = h
 	}
 	return nil
 }
@@ -97,23 +127,25 @@ func (l *local) adopt(h *Hold) error {
 // forget removes an ended hold (its end hook) and wakes the local head, which may now
 // ask Redis.
 func (l *local) forget(h *Hold) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.holds, h)
-	q := l.queues[h.t.keys.Lock]
+	s := l.shard(h.t.keys.Lock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.holds, h)
+	q := s.queues[h.t.keys.Lock]
 	if q == nil || q.held != h {
 		return
 	}
 	q.held = nil
 	q.notifyLocked()
-	l.dropIfIdleLocked(h.t.keys.Lock, q)
+	s.dropIfIdleLocked(h.t.keys.Lock, q)
 }
 
 // join appends w to the queue of key.
 func (l *local) join(key string, ctx context.Context, cfg LockConfig, w *localWaiter) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queueLocked(key)
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queueLocked(key)
 	w.ctx, w.cfg, w.queue = ctx, cfg, q
 	if len(q.waiters) == 0 {
 		w.turn = closedChan
@@ -128,8 +160,9 @@ func (l *local) join(key string, ctx context.Context, cfg LockConfig, w *localWa
 // and, when w was the last waiter of a process with a standing request, the request,
 // which the caller must withdraw.
 func (l *local) leave(key string, w *localWaiter) (untaken *Hold, ask *mutexAsk) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	q := w.queue
 	untaken, w.handed = w.handed, nil
 	for i, x := range q.waiters {
@@ -145,17 +178,19 @@ func (l *local) leave(key string, w *localWaiter) (untaken *Hold, ask *mutexAsk)
 	if len(q.waiters) == 0 && q.ask != nil {
 		ask, q.ask = q.ask, nil
 	}
-	l.dropIfIdleLocked(key, q)
+	s.dropIfIdleLocked(key, q)
 	return untaken, ask
 }
 
-// takeHandoff returns the hold handed to w, if any; the caller now owns it.
-func (l *local) takeHandoff(w *localWaiter) *Hold {
+// takeHandoff returns the hold handed to w, a waiter of key, if any; the caller now owns
+// it.
+func (l *local) takeHandoff(key string, w *localWaiter) *Hold {
 	if w == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	h := w.handed
 	w.handed = nil
 	return h
@@ -163,9 +198,10 @@ func (l *local) takeHandoff(w *localWaiter) *Hold {
 
 // heldHere returns this process's live hold of key, or nil.
 func (l *local) heldHere(key string) *Hold {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.queues[key]; q != nil {
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil {
 		return q.held
 	}
 	return nil
@@ -175,12 +211,13 @@ func (l *local) heldHere(key string) *Hold {
 // looked counts as a change: the channel is then closed already, so that the caller
 // takes the hold rather than wait for its end.
 func (l *local) changed(key string, w *localWaiter, always bool) <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if w != nil && w.handed != nil {
 		return closedChan
 	}
-	q := l.queueLocked(key)
+	q := s.queueLocked(key)
 	if q.held == nil && !always {
 		return nil
 	}
@@ -192,36 +229,47 @@ func (l *local) changed(key string, w *localWaiter, always bool) <-chan struct{}
 
 // waiting returns how many goroutines wait in the local queue of key.
 func (l *local) waiting(key string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.queues[key]; q != nil {
+	s := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil {
 		return len(q.waiters)
 	}
 	return 0
 }
 
-// maxSpareQueues bounds the idle queues a Client keeps for reuse.
-const maxSpareQueues = 64
+// maxSpareQueues bounds the idle queues a shard keeps for reuse.
+const maxSpareQueues = 8
 
-func (l *local) queueLocked(key string) *localQueue {
-	q := l.queues[key]
+func (s *localShard) queueLocked(key string) *localQueue {
+	q := s.queues[key]
 	if q == nil {
-		if n := len(l.spare); n > 0 {
-			q, l.spare = l.spare[n-1], l.spare[:n-1]
+		if n := len(s.spare); n > 0 {
+			q, s.spare = s.spare[n-1], s.spare[:n-1]
 		} else {
 			q = &localQueue{}
 		}
-		l.queues[key] = q
+		if s.queues == nil {
+			s.queues = make(map[string]*localQueue)
+		}
+		s.queues[key] = q
 	}
 	return q
 }
 
-func (l *local) dropIfIdleLocked(key string, q *localQueue) {
-	if len(q.waiters) == 0 && q.held == nil && l.queues[key] == q {
-		delete(l.queues, key)
-		if q.changed == nil && q.ask == nil && len(l.spare) < maxSpareQueues {
+func (s *localShard) holdLocked(h *Hold) {
+	if s.holds == nil {
+		s.holds = make(map[*Hold]struct{})
+	}
+	s.holds[h] = struct{}{}
+}
+
+func (s *localShard) dropIfIdleLocked(key string, q *localQueue) {
+	if len(q.waiters) == 0 && q.held == nil && s.queues[key] == q {
+		delete(s.queues, key)
+		if q.changed == nil && q.ask == nil && len(s.spare) < maxSpareQueues {
 			q.waiters = q.waiters[:0]
-			l.spare = append(l.spare, q)
+			s.spare = append(s.spare, q)
 		}
 	}
 }

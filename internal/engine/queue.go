@@ -44,7 +44,7 @@ func (k queued) leave(ctx context.Context, r *request) {
 func (k queued) heldHere() *Hold { return k.t.c.local.heldHere(k.t.keys.Lock) }
 
 func (k queued) fromProcess(_ context.Context, r *request) (*Hold, bool) {
-	return k.t.c.local.takeHandoff(r.local), false
+	return k.t.c.local.takeHandoff(k.t.keys.Lock, r.local), false
 }
 
 func (k queued) changed(r *request, always bool) <-chan struct{} {

@@ -116,7 +116,8 @@ func newInnerLease(h *Hold, lockCtx context.Context) *Lease {
 	l := &Lease{h: h}
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(lockCtx))
 	l.cancel = cancel
-	l.stop = context.AfterFunc(h.ctx, func() { cancel(context.Cause(h.ctx)) })
+	outer := h.context()
+	l.stop = context.AfterFunc(outer, func() { cancel(context.Cause(outer)) })
 	l.ctx = withLease(ctx, lockCtx, l)
 	return l
 }

@@ -75,7 +75,7 @@ func (r *request) acquire(ctx context.Context) (*Lease, error) {
 	if t.policy.waitList {
 		r.waiter = c.newToken() // an id in Redis wait lists; a Mutex or a reader needs none
 	}
-	if err := c.local.enter(&c.inflight); err != nil {
+	if err := c.local.enter(t.keys.Lock, &c.inflight); err != nil {
 		return nil, err
 	}
 	defer c.inflight.Done()

@@ -47,7 +47,7 @@ var (
 type mutexAsk struct {
 	token any // a hex string
 	sent  time.Time
-	// shortest (guarded by local.mu) is the shortest TTL any attempt of it carried: a
+	// shortest (guarded by its key's localShard.mu) is the shortest TTL any attempt of it carried: a
 	// grant sets the key for the TTL of the last attempt that landed, which may be any
 	// of them, one that lands late included (handles of one name with different TTLs
 	// share the request).
