@@ -36,6 +36,7 @@ func acquireOnce(ctx context.Context, lockCtx context.Context, r *request) attem
 	v := canvass(ctx, c, t.parts, nil, t.cfg.TTL,
 		func(p *Target, call *batch.Call) { p.scheme.acquire(p, r, tk, call); ownerWrite(owners, call) },
 		func(v *votes) bool { return v.settled(need) })
+	defer v.recycle()
 	deadline := quorum.Deadline(v.start, t.cfg.TTL, c.cfg.DriftFactor)
 	verdict := v.verdict(need, time.Now().Before(deadline))
 	hearLate(c, v, raiserFor(t, settledOn(v, verdict)))

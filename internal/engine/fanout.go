@@ -28,7 +28,7 @@ func canvass(ctx context.Context, c *Client, parts []*Target, only []int, ttl ti
 	if only != nil {
 		v.sent = len(only) * len(parts)
 	}
-	quorum.Fanout(ctx, c.batchers, calls, len(parts), only, v.timeout,
+	quorum.Fanout(ctx, v.start, c.batchers, calls, len(parts), only, v.timeout,
 		func(call *batch.Call, j int) { prepare(parts[j], call) },
 		func(call *batch.Call) bool {
 			foldAck(c.cfg.Acks, call)
@@ -37,7 +37,7 @@ func canvass(ctx context.Context, c *Client, parts []*Target, only []int, ttl ti
 			return v.decided
 		})
 	v.ctxErr = ctx.Err()
-	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
+	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && v.seen < v.sent && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
 	v.silenced = v.record(c.nodes, only, v.timeout)

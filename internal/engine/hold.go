@@ -391,6 +391,7 @@ func (h *Hold) release(ctx context.Context) error {
 			p.scheme.release(p, h.token, c.nodes[call.Node].PublishCommand(), call)
 		},
 		func(v *votes) bool { return v.releaseSettled(n, need) })
+	defer v.recycle()
 	released, gone := v.yes, v.no
 	switch {
 	case released > 0 && released+gone >= need:

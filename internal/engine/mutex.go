@@ -34,7 +34,7 @@ func (s *mutexScheme) acquire(t *Target, r *request, a *ticket, call *batch.Call
 	if a.stands {
 		stands = yesArg
 	}
-	call.Args = []any{a.token, t.ttlArg, a.reserve, s.turnIDArg, flagArg(!r.try), s.turnsLifeArg, askLifeArg, stands}
+	call.Args = append(call.Args[:0], a.token, t.ttlArg, a.reserve, s.turnIDArg, flagArg(!r.try), s.turnsLifeArg, askLifeArg, stands)
 }
 
 func (s *mutexScheme) release(t *Target, token any, publish string, call *batch.Call) {

@@ -116,5 +116,5 @@ func (s *mutexKeys) turn(c *Client) any {
 func mutexRelease(s *mutexKeys, c *Client, token any, publish string, mode, me any, call *batch.Call) {
 	call.Script = scripts.MutexRelease
 	call.Keys, call.KeyArgs = s.releaseKeys, s.releaseKeyArgs
-	call.Args = []any{token, s.channelArg, publishArg(publish), s.turn(c), grantLengthArg, mode, me}
+	call.Args = append(call.Args[:0], token, s.channelArg, publishArg(publish), s.turn(c), grantLengthArg, mode, me)
 }

@@ -45,12 +45,17 @@ type votes struct {
 	parts    []partCount  // by part, for a poll of several parts; nil for one
 
 	// Storage for the replies of up to inlineNodes nodes, and for the call of a poll of one
-	// deployment, which then allocates once.
+	// deployment and its arguments, which then allocates once, or never (recycle).
 	valsBuf     [inlineNodes]int64
 	answeredBuf [inlineNodes]bool
 	silentBuf   [inlineNodes]bool
 	callsBuf    [1]batch.Call
+	argsBuf     [maxLoneArgs]any
 }
+
+// maxLoneArgs is room for the arguments of the call of a poll of one deployment (the
+// Mutex's scripts take 8 at most), which a kind's prepare appends to call.Args.
+const maxLoneArgs = 8
 
 const inlineNodes = 5
 
@@ -63,6 +68,23 @@ type quorumVotes struct {
 	calls [inlineNodes]batch.Call
 }
 
+// lonePolls keeps the votes of polls of one deployment for one part once recycle has
+// found that nothing writes to them any more: an uncontended Lock+Unlock then allocates
+// none.
+var lonePolls sync.Pool
+
+// recycle gives v back for another poll, if it was a poll of one deployment for one part
+// whose one call was answered and counted: the batcher writes to a call only until it
+// hands it back, and an abandoned call (its reply not counted) may still be written to,
+// by a late reply. The caller must not use v afterwards.
+func (v *votes) recycle() {
+	if v.n != 1 || v.each != nil || v.sent != 1 || v.seen != 1 {
+		return
+	}
+	*v = votes{}
+	lonePolls.Put(v)
+}
+
 func (v *votes) failedAt(node int) bool { return v.errs != nil && v.errs[node] != nil }
 
 func newVotes(n, parts int) (*votes, []batch.Call) {
@@ -73,8 +95,12 @@ func newVotes(n, parts int) (*votes, []batch.Call) {
 		v, calls = &votes{}, make([]batch.Call, n*parts)
 		v.splitParts(n, parts)
 	case n == 1:
-		v = &votes{}
+		v, _ = lonePolls.Get().(*votes)
+		if v == nil {
+			v = &votes{}
+		}
 		calls = v.callsBuf[:]
+		calls[0].Args = v.argsBuf[:0]
 	case n <= inlineNodes:
 		q := &quorumVotes{}
 		v, calls = &q.votes, q.calls[:n]

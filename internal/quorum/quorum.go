@@ -51,7 +51,8 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 // Fanout sends perNode calls to each node (or to those whose distinct indexes are listed
 // in only; nil means all) at once and hands the replies to tally in the order they
 // arrive, until tally reports that the outcome is decided, every call has been answered,
-// the per-node timeout has passed or ctx is done. It returns the number of replies seen.
+// the per-node timeout, counted from now (the clock read just before), has passed or ctx
+// is done. It returns the number of replies seen.
 //
 // A call still outstanding when Fanout returns is abandoned, not cancelled: it may yet run
 // on its node, so callers that change state in Redis must undo it on every node.
@@ -60,9 +61,8 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 // reply comes. prepare fills in call j of a node's Script, Keys and Args; Fanout sets
 // Node, Deadline, Done and Values (ctx: its values go with the call to go-redis's hooks,
 // see batch.Call).
-func Fanout(ctx context.Context, nodes []*batch.Batcher, calls []batch.Call, perNode int, only []int, timeout time.Duration,
+func Fanout(ctx context.Context, now time.Time, nodes []*batch.Batcher, calls []batch.Call, perNode int, only []int, timeout time.Duration,
 	prepare func(c *batch.Call, j int), tally func(c *batch.Call) (decided bool)) int {
-	now := time.Now()
 	deadline := now.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -180,7 +180,7 @@ func TestFanoutAllNodes(t *testing.T) {
 	_, rdbs, bs := nodes(t, 3)
 	var seen []int
 	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 		if c.Err != nil || c.Val != 1 {
 			t.Errorf("node %d: %d, %v", c.Node, c.Val, c.Err)
 		}
@@ -220,7 +220,7 @@ func TestFanoutDecidedEarly(t *testing.T) {
 			pause(t, srvs[2])
 			calls := 0
 			start := time.Now()
-			got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+			got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 20*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 				calls++
 				if c.Node == 2 {
 					t.Errorf("a reply from the paused node: %+v", c)
@@ -244,7 +244,7 @@ func TestFanoutLoneCall(t *testing.T) {
 	t.Parallel()
 	srvs, _, bs := nodesWith(t, 2, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	for i := range 3 {
-		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, []int{0}, 10*time.Second, prepareIncr("lone"), func(c *batch.Call) bool {
+		got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, []int{0}, 10*time.Second, prepareIncr("lone"), func(c *batch.Call) bool {
 			if c.Node != 0 || c.Err != nil || c.Val != int64(i+1) {
 				t.Errorf("reply %+v, want %d from node 0", c, i+1)
 			}
@@ -257,7 +257,7 @@ func TestFanoutLoneCall(t *testing.T) {
 	pause(t, srvs[1])
 	const timeout = 300 * time.Millisecond
 	start := time.Now()
-	Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, []int{1}, timeout, prepareIncr("lone"), func(c *batch.Call) bool { return true })
+	Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, []int{1}, timeout, prepareIncr("lone"), func(c *batch.Call) bool { return true })
 	if e := time.Since(start); e > 3*time.Second {
 		t.Fatalf("a lone call to a paused node took %v with a %v timeout", e, timeout)
 	}
@@ -272,7 +272,7 @@ func TestFanoutHungNode(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	var seen []int
 	start := time.Now()
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 		seen = append(seen, c.Node)
 		return false
 	})
@@ -326,7 +326,7 @@ func TestFanoutFullQueue(t *testing.T) {
 	for range 3 {
 		var seen []int
 		start := time.Now()
-		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+		got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 			if c.Node == 1 {
 				// At the deadline, the call that found no room is answered as expired; it
 				// may beat Fanout's own timer.
@@ -366,7 +366,7 @@ func TestFanoutContext(t *testing.T) {
 		start := time.Now()
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(100*time.Millisecond, cancel)
-		if got := Fanout(cctx, bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
+		if got := Fanout(cctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
 			t.Fatalf("Fanout = %d, want 0", got)
 		}
 		if e := time.Since(start); e < 100*time.Millisecond || e > 10*time.Second {
@@ -378,7 +378,7 @@ func TestFanoutContext(t *testing.T) {
 		start := time.Now()
 		dctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 		defer cancel()
-		if got := Fanout(dctx, bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
+		if got := Fanout(dctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, time.Minute, prepareIncr("k"), never); got != 0 {
 			t.Fatalf("Fanout = %d, want 0", got)
 		}
 		if e := time.Since(start); e < 150*time.Millisecond || e > 10*time.Second {
@@ -396,7 +396,7 @@ func TestFanoutCallDeadline(t *testing.T) {
 	bs := []*batch.Batcher{stopped, stopped}
 	deadlineOf := func(ctx context.Context, timeout time.Duration) []time.Time {
 		var got []time.Time
-		Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
+		Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, timeout, prepareIncr("k"), func(c *batch.Call) bool {
 			got = append(got, c.Deadline)
 			return false
 		})
@@ -423,7 +423,7 @@ func TestFanoutStoppedBatcher(t *testing.T) {
 	_, _, bs := nodes(t, 3)
 	bs[0].Stop()
 	errs := map[int]error{}
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
+	got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool {
 		errs[c.Node] = c.Err
 		return false
 	})
@@ -442,7 +442,7 @@ func TestFanout(t *testing.T) {
 	for _, only := range [][]int{{1, 3}, {4}, {0, 1, 2, 3, 4}, {}} {
 		key := "k" + strconv.Itoa(len(only))
 		var seen []int
-		got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, only, 10*time.Second, prepareIncr(key), func(c *batch.Call) bool {
+		got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, only, 10*time.Second, prepareIncr(key), func(c *batch.Call) bool {
 			if c.Err != nil {
 				t.Errorf("node %d: %v", c.Node, c.Err)
 			}
@@ -476,7 +476,7 @@ func TestFanoutSeveralCallsPerNode(t *testing.T) {
 	const perNode = 4
 	calls := make([]batch.Call, len(bs)*perNode)
 	per := make([]int, len(bs))
-	got := Fanout(ctx, bs, calls, perNode, []int{0, 2}, 10*time.Second, func(c *batch.Call, j int) {
+	got := Fanout(ctx, time.Now(), bs, calls, perNode, []int{0, 2}, 10*time.Second, func(c *batch.Call, j int) {
 		c.Script = incr
 		c.Keys = []string{"part" + strconv.Itoa(j)}
 	}, func(c *batch.Call) bool {
@@ -507,7 +507,7 @@ func TestFanoutSeveralCallsPerNode(t *testing.T) {
 func TestFanoutLateReplies(t *testing.T) {
 	t.Parallel()
 	_, rdbs, bs := nodes(t, 4)
-	got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool { return true })
+	got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k"), func(c *batch.Call) bool { return true })
 	if got != 1 {
 		t.Fatalf("Fanout = %d, want 1", got)
 	}
@@ -521,7 +521,7 @@ func TestFanoutLateReplies(t *testing.T) {
 		}
 	}
 	// The batcher still works.
-	if got := Fanout(ctx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k2"), func(c *batch.Call) bool { return false }); got != 4 {
+	if got := Fanout(ctx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("k2"), func(c *batch.Call) bool { return false }); got != 4 {
 		t.Fatalf("Fanout after = %d", got)
 	}
 }
@@ -564,7 +564,7 @@ func TestFanoutCarriesCallerValues(t *testing.T) {
 		r.AddHook(hooks[i])
 	}
 	callerCtx := context.WithValue(ctx, callerKey{}, "caller")
-	got := Fanout(callerCtx, bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("v"), func(c *batch.Call) bool {
+	got := Fanout(callerCtx, time.Now(), bs, make([]batch.Call, len(bs)), 1, nil, 10*time.Second, prepareIncr("v"), func(c *batch.Call) bool {
 		if c.Err != nil {
 			t.Errorf("node %d: %v", c.Node, c.Err)
 		}
