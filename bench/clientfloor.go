@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,13 +20,13 @@ var (
 
 // clientFloor measures what the two round trips of an uncontended Lock+Unlock cost the
 // client on this machine through dlock's own transport, and nothing else: cfg.Goroutines
-// goroutines (loops, as in the throughput scenario), each sending the two scripts above
-// for a key of its own in turn and waiting for each reply, through one internal/batch
-// Batcher of one lane over a go-redis client configured as dlock's are here (what
-// dlock.New makes for one server), for half of --duration; this process's CPU (getrusage)
-// divided by the pairs. What dlock's client CPU per pair in the throughput scenario adds
-// to it is the engine's own: tokens, the lease and its renewal entry, the votes, the
-// local state.
+// goroutines (loops, as in the throughput scenario, with its context per pair), each
+// sending the two scripts above for a key of its own in turn and waiting for each reply,
+// through one internal/batch Batcher of one lane over a go-redis client configured as
+// dlock's are here (what dlock.New makes for one server), for half of --duration; this
+// process's CPU (getrusage) divided by the pairs. What dlock's client CPU per pair in the
+// throughput scenario adds to it is the engine's own: tokens, the lease and its renewal
+// entry, the votes, the local state.
 func (b *bench) clientFloor(res *result) error {
 	rdb := dlockClients(openOpts{Addrs: []string{b.single.Addr}})[0]
 	defer rdb.Close()
@@ -36,8 +37,8 @@ func (b *bench) clientFloor(res *result) error {
 	for g := range n {
 		keys[g], dones[g] = "floor:"+strconv.Itoa(g), make(chan *batch.Call, 1)
 	}
-	call := func(script *redis.Script, g int, args ...any) error {
-		c := &batch.Call{Script: script, Keys: keys[g : g+1], Args: args, Deadline: time.Now().Add(time.Second), Done: dones[g]}
+	call := func(ctx context.Context, script *redis.Script, g int, args ...any) error {
+		c := &batch.Call{Script: script, Keys: keys[g : g+1], Args: args, Deadline: time.Now().Add(time.Second), Values: ctx, Done: dones[g]}
 		if !bt.Send(c) {
 			return batch.ErrStopped
 		}
@@ -51,10 +52,12 @@ func (b *bench) clientFloor(res *result) error {
 	var cpu0 time.Duration
 	var ok0 bool
 	pairs, elapsed, err := loops(n, b.cfg.Duration/2, func(g int) error {
-		if err := call(floorAcquire, g, "floor", 10000); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout) // as lockUnlockTimeout's
+		defer cancel()
+		if err := call(ctx, floorAcquire, g, "floor", 10000); err != nil {
 			return err
 		}
-		return call(floorRelease, g, "floor")
+		return call(ctx, floorRelease, g, "floor")
 	}, func() { cpu0, ok0 = selfCPU() })
 	cpu1, ok1 := selfCPU()
 	if err != nil {
