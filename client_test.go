@@ -96,9 +96,7 @@ func TestRingRefused(t *testing.T) {
 // lock key stays in Redis and every lease reports ErrReleased.
 func TestCloseReleasesEveryName(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { _ = via.Close() })
+	p, via := behindProxy(t, srv)
 	ctx := ctxTimeout(t, 30*time.Second)
 	c := dlock.New(via)
 	held := make([]*dlock.Lease, 300)

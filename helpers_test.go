@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed51c676c8/dlock"
 	"github.com/seed51c676c8/dlock/internal/engine"
+	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/keyspace"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
@@ -22,6 +23,16 @@ func standalone(t *testing.T, opts ...redistest.Option) (*redistest.Server, *red
 	t.Helper()
 	srv := redistest.Start(t, opts...)
 	return srv, srv.Client(t)
+}
+
+// behindProxy returns a TCP proxy to srv that delays or cuts on demand, and a Redis
+// client that talks to srv through it, closed by the test's cleanup.
+func behindProxy(t *testing.T, srv *redistest.Server) (*faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	p := faultproxy.New(t, srv.Addr)
+	via := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = via.Close() })
+	return p, via
 }
 
 // newClient returns a dlock Client that the test's cleanup closes (before the Redis

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/lateproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
@@ -609,9 +608,7 @@ func TestLateMultiMutexCopyNeverTakesBackLostName(t *testing.T) {
 // a lock another process holds: taking the late grant for its own would let it in.
 func TestAbandonedReplyNeverAnswersLaterCall(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { _ = via.Close() })
+	p, via := behindProxy(t, srv)
 	c := newClient(t, via)
 	holder := newClient(t, rdb)
 	ctx := ctxTimeout(t, 20*time.Second)

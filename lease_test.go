@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -252,9 +251,7 @@ func TestRenewalIsBatched(t *testing.T) {
 // the lease believing in its old, longer deadline.
 func TestFailedShorterExtendShortensDeadline(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { _ = via.Close() })
+	p, via := behindProxy(t, srv)
 	c := newClient(t, via)
 	ctx := ctxTimeout(t, 10*time.Second)
 	l := mustLock(t, c.Mutex("ext"), ctx) // TTL 30s
