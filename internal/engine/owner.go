@@ -83,7 +83,9 @@ func namesOwner(token any) bool {
 func ownerWrite(writes []*batch.Call, call *batch.Call) {
 	if writes != nil && writes[call.Node] != nil {
 		w := writes[call.Node]
-		w.Values = call.Values // in the same round trip: its hooks see the caller's values
+		// In the same round trip: its hooks see the caller's values, and it ends with the
+		// call's deadline, not later (a round trip lasts until its calls' latest deadline).
+		w.Values, w.Deadline = call.Values, call.Deadline
 		call.Before, writes[call.Node] = w, nil
 	}
 }
