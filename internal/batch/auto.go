@@ -81,11 +81,14 @@ func (a *auto) lane(c *Call) int {
 }
 
 func (a *auto) send(c *Call, wait bool) bool {
-	if c.Before != nil {
-		a.send(c.Before, false) // submitted first to the one AutoPipeliner: written ahead of c
-	}
 	a.sending.RLock()
 	defer a.sending.RUnlock()
+	return a.sendLocked(c, wait)
+}
+
+// sendLocked is send under a.sending's read lock, which it does not take again: a read
+// lock taken twice deadlocks once Stop waits for the write lock between the two.
+func (a *auto) sendLocked(c *Call, wait bool) bool {
 	if a.isStopped() {
 		return false
 	}
@@ -110,6 +113,12 @@ func (a *auto) send(c *Call, wait bool) bool {
 		c.Err = errExpired
 		c.Done <- c
 		return true
+	}
+	if c.Before != nil {
+		// Submitted first to the one AutoPipeliner, so written ahead of c; and only once c
+		// has its room, so that a send refused for want of room sends nothing, and the
+		// Send that follows it does not send the Before a second time.
+		a.sendLocked(c.Before, false)
 	}
 	c.cmd = a.lanes.seen.cmd(context.Background(), c, a.ap)
 	a.collectors[i] <- c // never blocks: room was reserved

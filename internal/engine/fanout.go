@@ -37,7 +37,7 @@ func canvass(ctx context.Context, c *Client, parts []*Target, only []int, ttl ti
 			return v.decided
 		})
 	v.ctxErr = ctx.Err()
-	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && v.seen < v.sent && !time.Now().Before(d) {
+	if d, ok := ctx.Deadline(); ok && v.ctxErr == nil && !time.Now().Before(d) {
 		v.ctxErr = context.DeadlineExceeded // the poll's timer, set to ctx's deadline, fired first
 	}
 	v.silenced = v.record(c.nodes, only, v.timeout)
