@@ -112,13 +112,14 @@ func slowCluster(t *testing.T, bounded bool) slowProcess {
 	return slowProcess{c: newClient(t, slow), other: newClient(t, cl.Client(t)), proxies: proxies}
 }
 
-// TestAbandonedReplyNeverAnswersLaterCallOnAnyPath is
-// TestAbandonedReplyNeverAnswersLaterCall on every path a reply takes: an attempt given
-// up before its reply came (its lock was free, so the reply is a grant) is followed by
-// an Unlock given up the same way, then by a TryLock of a lock another process holds,
-// which must be refused, and by an Unlock of a lease of the slow process, which must
-// release its key.
-func TestAbandonedReplyNeverAnswersLaterCallOnAnyPath(t *testing.T) {
+// TestAbandonedReplyNeverAnswersLaterCall: the reply to a call whose caller gave up
+// before it came is never taken for the reply to a later call of the same process, on
+// every path a reply takes back. An attempt given up before its reply came (its lock was
+// free, so the reply is a grant) is followed by an Unlock given up the same way, then by
+// a TryLock of a lock another process holds, which must be refused (taking the late
+// grant for its own would let it in), and by an Unlock of a lease of the slow process,
+// which must release its key.
+func TestAbandonedReplyNeverAnswersLaterCall(t *testing.T) {
 	for _, path := range slowPaths {
 		t.Run(path.name, func(t *testing.T) {
 			p := path.start(t)

@@ -601,33 +601,3 @@ func TestLateMultiMutexCopyNeverTakesBackLostName(t *testing.T) {
 		})
 	}
 }
-
-// TestAbandonedReplyNeverAnswersLaterCall: the reply to an attempt whose caller gave up
-// before it came is never taken for the reply to a later call of the same process. Here
-// the abandoned attempt is granted (its lock was free) while the later TryLock asks for
-// a lock another process holds: taking the late grant for its own would let it in.
-func TestAbandonedReplyNeverAnswersLaterCall(t *testing.T) {
-	srv, rdb := standalone(t)
-	p, via := behindProxy(t, srv)
-	c := newClient(t, via)
-	holder := newClient(t, rdb)
-	ctx := ctxTimeout(t, 20*time.Second)
-	held := mustLock(t, holder.Mutex("abandoned-held"), ctx)
-	defer held.Unlock(ctx)
-	mustLock(t, c.Mutex("abandoned-warm"), ctx).Unlock(ctx) // the connection is open
-	p.SetLatency(t, 150*time.Millisecond)
-	for i := range 3 {
-		gaveUp, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-		_, err := c.Mutex("abandoned-free").Lock(gaveUp)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("round %d: Lock that gave up = %v, want DeadlineExceeded", i, err)
-		}
-		if l, err := c.Mutex("abandoned-held").TryLock(ctx); err == nil {
-			_ = l.Unlock(ctx)
-			t.Fatalf("round %d: TryLock of a lock another process holds succeeded", i)
-		} else if !errors.Is(err, dlock.ErrNotAcquired) {
-			t.Fatalf("round %d: TryLock = %v, want ErrNotAcquired", i, err)
-		}
-	}
-}
