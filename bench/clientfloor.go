@@ -11,12 +11,10 @@ import (
 	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
-// The client floor's two scripts: a lock's acquire and compare-and-delete release, with a
-// lock's keys and arguments and none of its bookkeeping.
-var (
-	floorAcquire = redis.NewScript(`if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
-	floorRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-)
+// floorAcquire is the client floor's acquire, SET NX PX as a script, beside its release,
+// the SET NX floor's compareAndDelete: a lock's keys and arguments and none of its
+// bookkeeping.
+var floorAcquire = redis.NewScript(`if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`)
 
 // clientFloor measures what the two round trips of an uncontended Lock+Unlock cost the
 // client on this machine through dlock's own transport, and nothing else: cfg.Goroutines
@@ -57,7 +55,7 @@ func (b *bench) clientFloor(res *result) error {
 		if err := call(ctx, floorAcquire, g, "floor", 10000); err != nil {
 			return err
 		}
-		return call(ctx, floorRelease, g, "floor")
+		return call(ctx, compareAndDelete, g, "floor")
 	}, func() { cpu0, ok0 = selfCPU() })
 	cpu1, ok1 := selfCPU()
 	if err != nil {

@@ -179,7 +179,7 @@ func (h *Hold) end(err error, reason string) bool {
 	}
 	h.t.hooks.end(h, err, reason) // the local queue's head may now ask Redis
 	// After the hook: an observer told of the end finds the lock free in this process.
-	if h.obs != nil { // only observers make the context here, if no one has yet
+	if h.obs != nil { // reportEnd needs the lease's context: made here only for observers
 		reportEnd(h.obs, h.context(), h.t.name, h.t.scheme.kind(), h.fence, err, reason)
 	}
 	if err == ErrLost {

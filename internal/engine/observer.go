@@ -171,11 +171,9 @@ func (o *holdObs) renewalLocked(ev observe.Renewal) {
 	}
 }
 
-// reportEnd tells the observers that a hold ended with err, for reason (see Hold.end).
+// reportEnd tells the observers o (not nil: Hold.end does not make the lease's context
+// for no one) that a hold ended with err, for reason.
 func reportEnd(o *holdObs, ctx context.Context, name, kind string, token uint64, err error, reason string) {
-	if o == nil {
-		return
-	}
 	cause := observe.NotLost
 	switch {
 	case err == ErrLost && reason == reasonExpired:

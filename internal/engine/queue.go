@@ -14,9 +14,6 @@ func (k queued) join(ctx context.Context, r *request) error {
 	t := k.t
 	r.local = &r.wait
 	t.c.local.join(t.keys.Lock, ctx, t.cfg, r.local)
-	if r.local.turn == closedChan {
-		return nil // the head at once: the uncontended Lock, with no select
-	}
 	select {
 	case <-r.local.turn:
 		return nil

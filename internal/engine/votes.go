@@ -78,7 +78,7 @@ var lonePolls sync.Pool
 // hands it back, and an abandoned call (its reply not counted) may still be written to,
 // by a late reply. The caller must not use v afterwards.
 func (v *votes) recycle() {
-	if v.n != 1 || v.each != nil || v.sent != 1 || v.seen != 1 {
+	if v.n != 1 || v.sent != 1 || v.seen != 1 { // one node, one part, one call
 		return
 	}
 	*v = votes{}
