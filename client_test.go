@@ -96,7 +96,7 @@ func TestRingRefused(t *testing.T) {
 // lock key stays in Redis and every lease reports ErrReleased.
 func TestCloseReleasesEveryName(t *testing.T) {
 	srv, rdb := standalone(t)
-	p, via := behindProxy(t, srv)
+	p, via := behindProxy(t, srv, redis.Options{})
 	ctx := ctxTimeout(t, 30*time.Second)
 	c := dlock.New(via)
 	held := make([]*dlock.Lease, 300)

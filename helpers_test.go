@@ -26,11 +26,13 @@ func standalone(t *testing.T, opts ...redistest.Option) (*redistest.Server, *red
 }
 
 // behindProxy returns a TCP proxy to srv that delays or cuts on demand, and a Redis
-// client that talks to srv through it, closed by the test's cleanup.
-func behindProxy(t *testing.T, srv *redistest.Server) (*faultproxy.Proxy, *redis.Client) {
+// client with opts (its Addr set to the proxy's) that talks to srv through it, closed by
+// the test's cleanup.
+func behindProxy(t *testing.T, srv *redistest.Server, opts redis.Options) (*faultproxy.Proxy, *redis.Client) {
 	t.Helper()
 	p := faultproxy.New(t, srv.Addr)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
+	opts.Addr = p.Addr
+	via := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = via.Close() })
 	return p, via
 }

@@ -69,9 +69,7 @@ var slowPaths = []slowPath{
 func slowStandalone(t *testing.T, bounded, quorum bool, opts ...dlock.Option) slowProcess {
 	t.Helper()
 	srv, rdb := standalone(t)
-	px := faultproxy.New(t, srv.Addr)
-	via := redis.NewClient(&redis.Options{Addr: px.Addr, ContextTimeoutEnabled: bounded})
-	t.Cleanup(func() { _ = via.Close() })
+	px, via := behindProxy(t, srv, redis.Options{ContextTimeoutEnabled: bounded})
 	p := slowProcess{other: newClient(t, rdb), proxies: []*faultproxy.Proxy{px}}
 	if !quorum {
 		p.c = newClient(t, via, opts...)

@@ -251,7 +251,7 @@ func TestRenewalIsBatched(t *testing.T) {
 // the lease believing in its old, longer deadline.
 func TestFailedShorterExtendShortensDeadline(t *testing.T) {
 	srv, rdb := standalone(t)
-	p, via := behindProxy(t, srv)
+	p, via := behindProxy(t, srv, redis.Options{})
 	c := newClient(t, via)
 	ctx := ctxTimeout(t, 10*time.Second)
 	l := mustLock(t, c.Mutex("ext"), ctx) // TTL 30s
