@@ -131,8 +131,8 @@ func await(ctx context.Context, replies chan *batch.Call, sent int, wait time.Du
 		putReplies(replies)
 		return seen
 	}
-	timer := getTimer(wait)
-	defer putTimer(timer)
+	w := getWaker(wait)
+	defer putWaker(w)
 	for seen < sent {
 		select {
 		case c := <-replies:
@@ -143,7 +143,7 @@ func await(ctx context.Context, replies chan *batch.Call, sent int, wait time.Du
 				}
 				return seen
 			}
-		case <-timer.C:
+		case <-w.ch:
 			return seen
 		case <-ctx.Done():
 			return seen
@@ -153,10 +153,10 @@ func await(ctx context.Context, replies chan *batch.Call, sent int, wait time.Du
 	return seen
 }
 
-// Reply channels and timers are reused: a Lock and an Unlock need one of each.
+// Reply channels and wakers are reused: a Lock and an Unlock need one of each.
 const pooledReplies = 8
 
-var replyPool, timerPool sync.Pool
+var replyPool, wakerPool sync.Pool
 
 func getReplies(n int) chan *batch.Call {
 	if n <= pooledReplies {
@@ -179,17 +179,32 @@ func putReplies(ch chan *batch.Call) {
 	}
 }
 
-func getTimer(d time.Duration) *time.Timer {
-	if t, ok := timerPool.Get().(*time.Timer); ok {
-		t.Reset(d)
-		return t
-	}
-	return time.NewTimer(d)
+// A waker is a pooled timer that expires by sending on a plain channel. A select on a
+// timer's own channel puts the timer in the runtime's heap and takes it out again each
+// time it blocks (Go 1.23's synchronous timer channels); an AfterFunc timer goes in at
+// Reset and out at Stop. BenchmarkAwait measured 820 to 870 ns per wait against 900 to
+// 1,000 with a pooled time.Timer.
+type waker struct {
+	t  *time.Timer
+	ch chan struct{} // room for the one expiry: fire never blocks
 }
 
-// putTimer stops t for reuse: since Go 1.23, a stopped timer's channel delivers nothing
-// stale after Reset.
-func putTimer(t *time.Timer) {
-	t.Stop()
-	timerPool.Put(t)
+func (w *waker) fire() { w.ch <- struct{}{} }
+
+func getWaker(d time.Duration) *waker {
+	if w, ok := wakerPool.Get().(*waker); ok {
+		w.t.Reset(d)
+		return w
+	}
+	w := &waker{ch: make(chan struct{}, 1)}
+	w.t = time.AfterFunc(d, w.fire)
+	return w
+}
+
+// putWaker keeps w for reuse if Stop kept it from firing: its channel is then empty and
+// nothing will send on it. One that fired, or is about to, is left to the collector.
+func putWaker(w *waker) {
+	if w.t.Stop() {
+		wakerPool.Put(w)
+	}
 }
