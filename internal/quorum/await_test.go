@@ -7,25 +7,27 @@ import (
 	"github.com/seed51c676c8/dlock/internal/batch"
 )
 
-// A wait that ran out leaves nothing behind for the next one: its waker fired and is not
-// reused, so no later wait of this goroutine or another ends on that expiry.
+// An expiry ends only the wait it was set for. A wait that ends on a reply just as its
+// timer fires leaves that expiry behind, sent or about to be: its waker must not serve a
+// later wait, which would end at once. Each round races a reply against the timer, and
+// the next wait, whose reply comes 1ms later, must see it.
 func TestAwaitExpiryEndsOnlyItsOwnWait(t *testing.T) {
 	t.Parallel()
 	tallyAll := func(*batch.Call) bool { return false }
-	for round := range 20 {
+	answer := func(replies chan *batch.Call, after time.Duration) {
+		go func() {
+			time.Sleep(after)
+			replies <- &batch.Call{}
+		}()
+	}
+	for round := range 300 {
 		replies := getReplies(1)
-		if seen := await(ctx, replies, 1, time.Millisecond, tallyAll); seen != 0 {
-			t.Fatalf("round %d: a wait with no reply saw %d", round, seen)
-		}
-		for range 5 {
-			replies := getReplies(1)
-			go func() {
-				time.Sleep(2 * time.Millisecond)
-				replies <- &batch.Call{}
-			}()
-			if seen := await(ctx, replies, 1, 10*time.Second, tallyAll); seen != 1 {
-				t.Fatalf("round %d: a wait whose reply came after 2ms ended with %d seen", round, seen)
-			}
+		answer(replies, 50*time.Microsecond)
+		await(ctx, replies, 1, 50*time.Microsecond, tallyAll) // the reply or the expiry
+		replies = getReplies(1)
+		answer(replies, time.Millisecond)
+		if seen := await(ctx, replies, 1, 10*time.Second, tallyAll); seen != 1 {
+			t.Fatalf("round %d: a wait whose reply came after 1ms ended with %d seen", round, seen)
 		}
 	}
 }
