@@ -47,8 +47,7 @@ func (k *hotKey) rejoin() {
 	if !k.turns {
 		return
 	}
-	s := k.t.c.local.shard(k.t.keys.Lock)
-	s.mu.Lock()
+	s := k.t.c.local.lock(k.t.keys.Lock)
 	defer s.mu.Unlock()
 	if q := s.queues[k.t.keys.Lock]; q != nil {
 		q.ask = nil
@@ -61,9 +60,8 @@ func (k *hotKey) refreshes() bool { return k.turns }
 // tokens to reserve for the local waiters behind the caller and, for the head of the local
 // queue, the token of the process's standing request (made on its first attempt).
 func (k *hotKey) prepare(r *request) {
-	s := k.t.c.local.shard(k.t.keys.Lock)
 	r.tk = ticket{reserve: 1}
-	s.mu.Lock()
+	s := k.t.c.local.lock(k.t.keys.Lock)
 	defer s.mu.Unlock()
 	q := s.queues[k.t.keys.Lock]
 	if q != nil {
@@ -115,8 +113,7 @@ func (k *hotKey) used(token any) {
 	if !k.turns {
 		return
 	}
-	s := k.t.c.local.shard(k.t.keys.Lock)
-	s.mu.Lock()
+	s := k.t.c.local.lock(k.t.keys.Lock)
 	defer s.mu.Unlock()
 	if q := s.queues[k.t.keys.Lock]; q != nil && q.ask != nil && q.ask.token == token {
 		q.ask = nil
@@ -125,8 +122,7 @@ func (k *hotKey) used(token any) {
 
 // granted returns the process's standing request when a grant names its token (claimer).
 func (k *hotKey) granted(r *request, token string) (g grantee, ok bool) {
-	s := k.t.c.local.shard(k.t.keys.Lock)
-	s.mu.Lock()
+	s := k.t.c.local.lock(k.t.keys.Lock)
 	defer s.mu.Unlock()
 	q := s.queues[k.t.keys.Lock]
 	if q == nil || q.ask == nil || q.ask.token != any(token) {
@@ -153,8 +149,7 @@ func (k *hotKey) handOff(h *Hold) bool {
 // when there is no one to hand it to.
 func (k *hotKey) handTo(h *Hold, ttl time.Duration, deadline time.Time) *Hold {
 	t := k.t
-	s := t.c.local.shard(t.keys.Lock)
-	s.mu.Lock()
+	s := t.c.local.lock(t.keys.Lock)
 	defer s.mu.Unlock()
 	q := s.queues[t.keys.Lock]
 	if s.closed || q == nil || q.held != h || len(q.waiters) == 0 || q.waiters[0].cfg != t.cfg {

@@ -32,9 +32,11 @@ type localShard struct {
 
 func newLocal() local { return local{seed: maphash.MakeSeed()} }
 
-// shard is the shard of key.
-func (l *local) shard(key string) *localShard {
-	return &l.shards[maphash.String(l.seed, key)%localShards]
+// lock locks the shard of key and returns it: the caller unlocks its mu.
+func (l *local) lock(key string) *localShard {
+	s := &l.shards[maphash.String(l.seed, key)%localShards]
+	s.mu.Lock()
+	return s
 }
 
 // localQueue orders the goroutines of this process that wait for one lock key, first come
@@ -68,8 +70,7 @@ var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); re
 // happens under the key's shard's mu while its closed is false, so never after Close
 // began to Wait (close marks every shard before it returns).
 func (l *local) enter(key string, inflight *sync.WaitGroup) error {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
@@ -111,8 +112,7 @@ func (l *local) live() []*Hold {
 // adopt records a new outer hold (a hold's start hook). It fails with ErrClosed if Close
 // has begun, since Close would not release a hold it did not see.
 func (l *local) adopt(h *Hold) error {
-	s := l.shard(h.t.keys.Lock)
-	s.mu.Lock()
+	s := l.lock(h.t.keys.Lock)
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
@@ -127,8 +127,7 @@ func (l *local) adopt(h *Hold) error {
 // forget removes an ended hold (its end hook) and wakes the local head, which may now
 // ask Redis.
 func (l *local) forget(h *Hold) {
-	s := l.shard(h.t.keys.Lock)
-	s.mu.Lock()
+	s := l.lock(h.t.keys.Lock)
 	defer s.mu.Unlock()
 	delete(s.holds, h)
 	q := s.queues[h.t.keys.Lock]
@@ -142,8 +141,7 @@ func (l *local) forget(h *Hold) {
 
 // join appends w to the queue of key.
 func (l *local) join(key string, ctx context.Context, cfg LockConfig, w *localWaiter) {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	q := s.queueLocked(key)
 	w.ctx, w.cfg, w.queue = ctx, cfg, q
@@ -160,8 +158,7 @@ func (l *local) join(key string, ctx context.Context, cfg LockConfig, w *localWa
 // and, when w was the last waiter of a process with a standing request, the request,
 // which the caller must withdraw.
 func (l *local) leave(key string, w *localWaiter) (untaken *Hold, ask *mutexAsk) {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	q := w.queue
 	untaken, w.handed = w.handed, nil
@@ -188,8 +185,7 @@ func (l *local) takeHandoff(key string, w *localWaiter) *Hold {
 	if w == nil {
 		return nil
 	}
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	h := w.handed
 	w.handed = nil
@@ -198,8 +194,7 @@ func (l *local) takeHandoff(key string, w *localWaiter) *Hold {
 
 // heldHere returns this process's live hold of key, or nil.
 func (l *local) heldHere(key string) *Hold {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	if q := s.queues[key]; q != nil {
 		return q.held
@@ -211,8 +206,7 @@ func (l *local) heldHere(key string) *Hold {
 // looked counts as a change: the channel is then closed already, so that the caller
 // takes the hold rather than wait for its end.
 func (l *local) changed(key string, w *localWaiter, always bool) <-chan struct{} {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	if w != nil && w.handed != nil {
 		return closedChan
@@ -229,8 +223,7 @@ func (l *local) changed(key string, w *localWaiter, always bool) <-chan struct{}
 
 // waiting returns how many goroutines wait in the local queue of key.
 func (l *local) waiting(key string) int {
-	s := l.shard(key)
-	s.mu.Lock()
+	s := l.lock(key)
 	defer s.mu.Unlock()
 	if q := s.queues[key]; q != nil {
 		return len(q.waiters)
