@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -21,10 +20,8 @@ import (
 // Close while an acquisition is on the wire: Lock fails with ErrClosed and nothing stays held.
 func TestCloseDuringLockLeavesNothing(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
+	p, via := behindProxy(t, srv, redis.Options{})
 	p.SetLatency(t, 100*time.Millisecond)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { _ = via.Close() })
 	via.Ping(context.Background())
 	c := dlock.New(via)
 	res := make(chan error, 1)

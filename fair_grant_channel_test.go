@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/lateproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
@@ -217,11 +216,7 @@ func giveUpAsGranted(t *testing.T, rdb redis.UniversalClient, holder, a *dlock.C
 func TestFairGrantAfterPubSubReconnect(t *testing.T) {
 	t.Parallel()
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
-	o := srv.Options()
-	o.Addr = p.Addr
-	prdb := redis.NewClient(o)
-	t.Cleanup(func() { _ = prdb.Close() })
+	p, prdb := behindProxy(t, srv, *srv.Options())
 	holder, a := newClient(t, rdb), newClient(t, prdb)
 	ctx := ctxTimeout(t, 60*time.Second)
 	const name = "grant-channel-reconnect"

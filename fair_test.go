@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed51c676c8/dlock"
-	"github.com/seed51c676c8/dlock/internal/faultproxy"
 	"github.com/seed51c676c8/dlock/internal/redistest"
 )
 
@@ -194,10 +193,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // A FairMutex TryLock whose grant lands after its ctx ended must not leave the lock held.
 func TestFairTryLockTimeoutLeavesNothing(t *testing.T) {
 	srv, rdb := standalone(t)
-	p := faultproxy.New(t, srv.Addr)
+	p, via := behindProxy(t, srv, redis.Options{})
 	p.SetLatency(t, 50*time.Millisecond)
-	via := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { _ = via.Close() })
 	c := newClient(t, via)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()

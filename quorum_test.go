@@ -324,9 +324,7 @@ func TestQuorumSlowNodesCountAsFailed(t *testing.T) {
 
 func TestQuorumLateRepliesNeverYieldLease(t *testing.T) {
 	srv := redistest.Start(t)
-	proxy := faultproxy.New(t, srv.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 2 * time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := behindProxy(t, srv, redis.Options{ReadTimeout: 2 * time.Second})
 	c, err := dlock.NewQuorum([]redis.UniversalClient{rdb})
 	if err != nil {
 		t.Fatal(err)
@@ -403,10 +401,8 @@ func TestQuorumWaiterDoesNotSpinOnMinorityGrant(t *testing.T) {
 			via = append(via, s.Client(t))
 			continue
 		}
-		p := faultproxy.New(t, s.Addr)
+		p, rdb := behindProxy(t, s, redis.Options{})
 		p.SetLatency(t, 3*time.Millisecond)
-		rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
-		t.Cleanup(func() { _ = rdb.Close() })
 		via = append(via, rdb)
 	}
 	waiter := newQuorumClient(t, via)
