@@ -102,11 +102,7 @@ func TestElectionQuorumPausedNode(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
 	const ttl = time.Second
 	client := func() *dlock.Client {
-		c, err := dlock.NewQuorum(nodes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := newQuorumClient(t, nodes)
 		return c
 	}
 	ea, eb := client().Election("qp", dlock.TTL(ttl)), client().Election("qp", dlock.TTL(ttl))

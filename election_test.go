@@ -59,11 +59,7 @@ func quorumDeployment(t *testing.T) deployment {
 	servers, nodes, _ := quorumOf(t, 3)
 	return deployment{kind: "quorum", nodes: nodes, addrs: addrs(servers),
 		client: func(opts ...dlock.Option) *dlock.Client {
-			c, err := dlock.NewQuorum(nodes, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			c := newQuorumClient(t, nodes, opts...)
 			return c
 		}}
 }

@@ -293,11 +293,7 @@ func TestWakeOnForeignReleaseSentinel(t *testing.T) {
 
 func TestWakeOnForeignReleaseQuorum(t *testing.T) {
 	_, nodes, _ := quorumOf(t, 3)
-	c, err := dlock.NewQuorum(nodes, dlock.WithPrefix(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newQuorumClient(t, nodes, dlock.WithPrefix(""))
 	cmdables := make([]redis.Cmdable, len(nodes))
 	for i, n := range nodes {
 		cmdables[i] = n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,8 +43,56 @@ func behindProxy(t *testing.T, srv *redistest.Server, opts redis.Options) (*faul
 func newClient(t *testing.T, rdb redis.UniversalClient, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
 	c := dlock.New(rdb, opts...)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { closeInTime(t, c) })
 	return c
+}
+
+// newQuorumClient returns a dlock Client of the quorum of nodes that the test's cleanup
+// closes, as newClient does.
+func newQuorumClient(t *testing.T, nodes []redis.UniversalClient, opts ...dlock.Option) *dlock.Client {
+	t.Helper()
+	c, err := dlock.NewQuorum(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeInTime(t, c) })
+	return c
+}
+
+// closeTimeout bounds a Client's Close in a test's cleanup. Close is bounded by the drain
+// (a second) and go-redis's read timeout, a few seconds even with a server paused.
+const closeTimeout = 30 * time.Second
+
+// closeInTime closes c, and fails the test with the stacks of dlock's goroutines if Close
+// has not returned within closeTimeout. A goroutine of the Client stuck for good would
+// otherwise hold the cleanup until the test binary's timeout, whose panic drops what the
+// test reported before it (the failure that a mutation made, say).
+func closeInTime(t *testing.T, c *dlock.Client) {
+	done := make(chan struct{})
+	go func() {
+		_ = c.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeTimeout):
+		t.Errorf("Client.Close did not return within %v; dlock's goroutines:\n%s", closeTimeout, dlockStacks())
+	}
+}
+
+// dlockStacks returns the stacks of the goroutines that run dlock's packages, goroutines
+// of the same stack counted once; the tests' proxies and servers are left out.
+func dlockStacks() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	var out []string
+	for g := range strings.SplitSeq(b.String(), "\n\n") {
+		machinery := strings.Contains(g, "/internal/faultproxy.") || strings.Contains(g, "/internal/redistest.")
+		if strings.Contains(g, "/dlock/internal/") && !machinery {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // keysOf returns the Redis names of the lock called name under the default prefix. Tests

@@ -75,11 +75,7 @@ func slowStandalone(t *testing.T, bounded, quorum bool, opts ...dlock.Option) sl
 		p.c = newClient(t, via, opts...)
 		return p
 	}
-	c, err := dlock.NewQuorum([]redis.UniversalClient{via}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newQuorumClient(t, []redis.UniversalClient{via}, opts...)
 	p.c = c
 	return p
 }

@@ -37,11 +37,7 @@ func raceDeployments() []raceDeployment {
 		}},
 		{"quorum", func(t *testing.T) (*dlock.Client, *dlock.Client) {
 			_, nodes, racer := quorumOf(t, 3)
-			checker, err := dlock.NewQuorum(nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = checker.Close() })
+			checker := newQuorumClient(t, nodes)
 			return racer, checker
 		}},
 	}

@@ -29,17 +29,10 @@ type multiEnv struct {
 
 func (e multiEnv) client(opts ...dlock.Option) *dlock.Client {
 	e.t.Helper()
-	var c *dlock.Client
 	if len(e.nodes) == 1 {
-		c = dlock.New(e.nodes[0], opts...)
-	} else {
-		var err error
-		if c, err = dlock.NewQuorum(e.nodes, opts...); err != nil {
-			e.t.Fatal(err)
-		}
+		return newClient(e.t, e.nodes[0], opts...)
 	}
-	e.t.Cleanup(func() { _ = c.Close() })
-	return c
+	return newQuorumClient(e.t, e.nodes, opts...)
 }
 
 // holders counts the nodes whose key exists.

@@ -623,11 +623,7 @@ func TestObserverNodeSilent(t *testing.T) {
 	defer servers[0].Resume(t)
 	holder := newQuorumClient(t, nodes)
 	rec := &recorder{}
-	waiter, err := dlock.NewQuorum(nodes, dlock.WithObserver(rec.observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = waiter.Close() })
+	waiter := newQuorumClient(t, nodes, dlock.WithObserver(rec.observer()))
 	for range 3 {
 		l := mustLock(t, holder.Mutex("silent"), ctx)
 		// The waiter listens on every node; the hung one lets its subscription time out.
@@ -652,11 +648,7 @@ func TestObserverNodeSilentOnRenewal(t *testing.T) {
 	servers, nodes, _ := quorumOf(t, 3)
 	ctx := ctxTimeout(t, 30*time.Second)
 	rec := &recorder{}
-	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(rec.observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newQuorumClient(t, nodes, dlock.WithObserver(rec.observer()))
 	l := mustLock(t, c.Mutex("renewed", dlock.TTL(time.Second)), ctx)
 	servers[0].Pause(t)
 	defer servers[0].Resume(t)

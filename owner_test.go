@@ -60,11 +60,7 @@ func TestOwnerShownByInspect(t *testing.T) {
 			for i, s := range servers {
 				nodes[i] = s.Client(t)
 			}
-			c, err := dlock.NewQuorum(nodes, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			c := newQuorumClient(t, nodes, opts...)
 			return c
 		}},
 	}

@@ -151,13 +151,9 @@ func quorumWithSlowLast(t *testing.T, n int) ([]redis.UniversalClient, *faultpro
 // silenceCounted returns a quorum Client of nodes that counts its NodeSilent events.
 func silenceCounted(t *testing.T, nodes []redis.UniversalClient) (*dlock.Client, *atomic.Int64) {
 	var silent atomic.Int64
-	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
+	c := newQuorumClient(t, nodes, dlock.WithObserver(dlock.Observer{
 		NodeSilent: func(dlock.NodeSilence) { silent.Add(1) },
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
 	return c, &silent
 }
 

@@ -24,11 +24,7 @@ func quorumOf(t *testing.T, n int) ([]*redistest.Server, []redis.UniversalClient
 	for i, s := range servers {
 		nodes[i] = s.Client(t)
 	}
-	c, err := dlock.NewQuorum(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newQuorumClient(t, nodes)
 	return servers, nodes, c
 }
 
@@ -165,16 +161,6 @@ func TestQuorumLockDoesNotWaitForASlowNode(t *testing.T) {
 			return k == 0
 		})
 	}
-}
-
-func newQuorumClient(t *testing.T, nodes []redis.UniversalClient) *dlock.Client {
-	t.Helper()
-	c, err := dlock.NewQuorum(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 func TestQuorumSurvivesOneHungOneDead(t *testing.T) {

@@ -758,11 +758,7 @@ func TestTimestampMutexBadArguments(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		nodes = append(nodes, rdb)
 	}
-	q, err := dlock.NewQuorum(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
+	q := newQuorumClient(t, nodes)
 	c := newClient(t, nodes[0], dlock.WithPrefix(""))
 	for _, tc := range []struct {
 		name string
