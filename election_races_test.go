@@ -332,7 +332,7 @@ func TestElectionReadsTellOfSilence(t *testing.T) {
 	servers, nodes, _ := quorumOf(t, 3)
 	ctx := ctxTimeout(t, 30*time.Second)
 	silent := make(chan string, 8)
-	c, err := dlock.NewQuorum(nodes, dlock.WithObserver(dlock.Observer{
+	c := newQuorumClient(t, nodes, dlock.WithObserver(dlock.Observer{
 		NodeSilent: func(s dlock.NodeSilence) {
 			select {
 			case silent <- s.Addr:
@@ -340,10 +340,6 @@ func TestElectionReadsTellOfSilence(t *testing.T) {
 			}
 		},
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	obs := c.Election("quiet", dlock.TTL(time.Second)).Observe(ctx)
 	until(t, obs, 5*time.Second, "no leader", noLeader)
 	servers[1].Pause(t)

@@ -87,12 +87,21 @@ func dlockStacks() string {
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
 	var out []string
 	for g := range strings.SplitSeq(b.String(), "\n\n") {
-		machinery := strings.Contains(g, "/internal/faultproxy.") || strings.Contains(g, "/internal/redistest.")
-		if strings.Contains(g, "/dlock/internal/") && !machinery {
+		if strings.Contains(g, "/dlock/internal/") && !testMachinery(g) {
 			out = append(out, g)
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// testMachinery reports whether a goroutine's stack runs the tests' proxies or servers.
+func testMachinery(stack string) bool {
+	for _, pkg := range []string{"faultproxy", "lateproxy", "redistest"} {
+		if strings.Contains(stack, "/internal/"+pkg+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // keysOf returns the Redis names of the lock called name under the default prefix. Tests

@@ -75,8 +75,7 @@ func slowStandalone(t *testing.T, bounded, quorum bool, opts ...dlock.Option) sl
 		p.c = newClient(t, via, opts...)
 		return p
 	}
-	c := newQuorumClient(t, []redis.UniversalClient{via}, opts...)
-	p.c = c
+	p.c = newQuorumClient(t, []redis.UniversalClient{via}, opts...)
 	return p
 }
 

@@ -311,11 +311,7 @@ func TestQuorumSlowNodesCountAsFailed(t *testing.T) {
 func TestQuorumLateRepliesNeverYieldLease(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy, rdb := behindProxy(t, srv, redis.Options{ReadTimeout: 2 * time.Second})
-	c, err := dlock.NewQuorum([]redis.UniversalClient{rdb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newQuorumClient(t, []redis.UniversalClient{rdb})
 	proxy.SetLatency(t, 200*time.Millisecond)
 	ctx := ctxTimeout(t, 10*time.Second)
 	ttl := 50 * time.Millisecond
